@@ -1,0 +1,120 @@
+"""The one interface every synthesis engine implements.
+
+An engine knows nothing of processes or the UI: the worker loads it once, then calls
+:meth:`Engine.synthesize` for one request at a time. Engine modules import their heavy
+dependencies (torch, onnxruntime, model code) inside :meth:`Engine.load`, so the web process can
+read :attr:`Engine.capabilities` without them.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import ClassVar
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do, known before it is loaded.
+
+    Attributes:
+        name: shown in the UI and stats.
+        languages: ISO 639-1 codes of the languages it speaks.
+        prompt_audio_required: whether a request without prompt audio is refused.
+        uses_prompt_text: whether a transcript of the prompt changes the result.
+        instruction_presets: example instructions offered in the UI; empty when instructions are
+            not supported.
+        devices: "cpu" and/or "cuda".
+        fp16: whether half precision is supported on CUDA.
+        seed: whether ``seed`` makes results reproducible.
+    """
+
+    name: str
+    languages: tuple[str, ...]
+    prompt_audio_required: bool
+    uses_prompt_text: bool
+    instruction_presets: tuple[str, ...]
+    devices: tuple[str, ...]
+    fp16: bool
+    seed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptSamples:
+    """Prompt audio as it crosses into the worker: float32 ``(n,)`` mono at ``sample_rate_hz``,
+    with the digest an engine may cache its analysis under."""
+
+    samples: np.ndarray
+    sample_rate_hz: int
+    sha1: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthesisRequest:
+    """An engine-neutral, already validated request.
+
+    Attributes:
+        text: cleaned text within the configured limits.
+        prompt: the voice to clone, or ``None`` for the engine's own voice.
+        prompt_text: transcript of the prompt audio ("" when unknown).
+        instruction: free-text style instruction ("" when none).
+        speed: speaking-rate multiplier, 0.5-2.0 (1.0 = natural).
+        seed: random seed, or -1 for a fresh random one.
+    """
+
+    text: str
+    prompt: PromptSamples | None = None
+    prompt_text: str = ""
+    instruction: str = ""
+    speed: float = 1.0
+    seed: int = -1
+
+
+@dataclasses.dataclass
+class SynthesisOutput:
+    """What an engine returns.
+
+    Attributes:
+        audio: float32, shape ``(n,)``, mono, in [-1, 1].
+        sample_rate_hz: rate of ``audio``.
+        notes: things the user should know (instructions not applied, fallbacks taken).
+        details: engine-specific figures for the stats (JSON-serializable values).
+    """
+
+    audio: np.ndarray
+    sample_rate_hz: int
+    notes: list[str] = dataclasses.field(default_factory=list)
+    details: dict = dataclasses.field(default_factory=dict)
+
+
+class Engine(abc.ABC):
+    """Base class of synthesis engines.
+
+    Lifecycle: construct with no arguments, :meth:`load` once, then :meth:`synthesize` any number
+    of times, never concurrently (the models in this field are not thread-safe).
+    """
+
+    capabilities: ClassVar[Capabilities]
+
+    @abc.abstractmethod
+    def load(self, device: str, fp16: bool) -> dict:
+        """Load weights onto ``device`` ("cpu" or "cuda:N").
+
+        Args:
+            device: a resolved torch device string.
+            fp16: half precision requested (engines without fp16 support ignore it and say so).
+
+        Returns:
+            Facts for the status panel, at least ``{"device": str, "dtype": str}`` as actually used.
+        """
+
+    @abc.abstractmethod
+    def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
+        """Speak ``request.text`` in the prompt's voice.
+
+        Raises:
+            ValueError: the request cannot be served by this engine; the message is shown to the user.
+            MemoryError / torch.OutOfMemoryError: out of memory.
+        """

@@ -1,0 +1,159 @@
+"""Emotion instructions ("happy", "用悲伤的语气") turned into prosody for the embedded engine.
+
+Piper's voice has no emotion input, so an instruction becomes the acoustic correlates that
+emotional speech is known for: speaking rate, pitch level and range, energy, and voicing
+(whisper is speech with the voicing removed). Rough directions follow the survey by Scherer,
+"Vocal communication of emotion" (Speech Communication 40, 2003), table 3: joy and anger raise
+pitch level, range and energy; sadness lowers them and slows the rate; calm narrows the range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+
+@dataclasses.dataclass(frozen=True)
+class Prosody:
+    """How to render speech.
+
+    Attributes:
+        length_scale: multiplies Piper's phoneme durations (>1 slower, <1 faster).
+        pitch_shift_semitones: added to every voiced frame's pitch.
+        pitch_range_scale: multiplies the spread of log-F0 around its mean.
+        gain_db: level change applied to the waveform.
+        whisper: drop voicing (F0 = 0, aperiodicity = 1) so the result is whispered.
+    """
+
+    length_scale: float = 1.0
+    pitch_shift_semitones: float = 0.0
+    pitch_range_scale: float = 1.0
+    gain_db: float = 0.0
+    whisper: bool = False
+
+    def combine(self, other: "Prosody") -> "Prosody":
+        return Prosody(
+            length_scale=self.length_scale * other.length_scale,
+            pitch_shift_semitones=self.pitch_shift_semitones + other.pitch_shift_semitones,
+            pitch_range_scale=self.pitch_range_scale * other.pitch_range_scale,
+            gain_db=self.gain_db + other.gain_db,
+            whisper=self.whisper or other.whisper,
+        )
+
+
+STYLES: dict[str, Prosody] = {
+    "happy": Prosody(length_scale=0.92, pitch_shift_semitones=2.0, pitch_range_scale=1.35, gain_db=1.5),
+    "sad": Prosody(length_scale=1.18, pitch_shift_semitones=-2.0, pitch_range_scale=0.6, gain_db=-3.0),
+    "angry": Prosody(length_scale=0.94, pitch_shift_semitones=1.0, pitch_range_scale=1.45, gain_db=4.0),
+    "calm": Prosody(length_scale=1.08, pitch_shift_semitones=-0.5, pitch_range_scale=0.7, gain_db=-1.5),
+    "whisper": Prosody(length_scale=1.05, gain_db=-6.0, whisper=True),
+    "fast": Prosody(length_scale=0.75),
+    "slow": Prosody(length_scale=1.35),
+    "loud": Prosody(gain_db=6.0, pitch_range_scale=1.1),
+    "soft": Prosody(gain_db=-6.0, pitch_range_scale=0.9),
+}
+
+# Words (English, matched as whole words) and phrases (Chinese, matched as substrings, longest
+# first so that 快乐 is "happy" and not "fast") for each style.
+_ENGLISH_WORDS: dict[str, tuple[str, ...]] = {
+    "happy": ("happy", "happily", "cheerful", "cheerfully", "joyful", "joyfully", "excited", "glad", "joy"),
+    "sad": ("sad", "sadly", "sorrowful", "unhappy", "melancholy", "gloomy", "sorrow"),
+    "angry": ("angry", "angrily", "furious", "mad", "annoyed", "rage"),
+    "calm": ("calm", "calmly", "relaxed", "peaceful", "gentle", "gently", "soothing"),
+    "whisper": ("whisper", "whispering", "whispered", "whispers"),
+    "fast": ("fast", "faster", "quick", "quickly", "rapid", "rapidly", "hurried"),
+    "slow": ("slow", "slower", "slowly"),
+    "loud": ("loud", "louder", "loudly", "shout", "shouting"),
+    "soft": ("soft", "softer", "softly", "quiet", "quieter", "quietly"),
+}
+_CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
+    "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋"),
+    "sad": ("悲伤", "难过", "伤心", "哀伤", "忧伤"),
+    "angry": ("生气", "愤怒", "恼火", "气愤"),
+    "calm": ("平静", "冷静", "温柔", "平和", "舒缓"),
+    "whisper": ("耳语", "悄悄", "低语"),
+    "fast": ("快速", "快点", "快一点", "快些", "快"),
+    "slow": ("慢速", "慢点", "慢一点", "慢些", "缓慢", "慢"),
+    "loud": ("大声", "响亮"),
+    "soft": ("小声", "轻声"),
+}
+# Words that carry no style of their own ("speak in a happy tone", "用…的语气说").
+_ENGLISH_FILLER = set(
+    "a an the in with and but or please speak speaking say said read talk talking sound sounding voice tone "
+    "style way manner mood emotion like very really more bit little slightly somewhat quite be it this that "
+    "of to as is are sounds make extremely so tell".split()
+)
+_CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调", "声音", "口吻", "说话", "说", "读", "念",
+                   "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
+                   "、", "！", "？", "和", "又", "再")
+
+PRESETS: tuple[str, ...] = (
+    "happy", "sad", "angry", "calm", "whisper", "fast", "slow", "loud", "soft",
+    "用开心的语气", "用悲伤的语气", "用生气的语气", "平静地说", "悄悄地说", "快一点", "慢一点", "大声", "小声",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedInstruction:
+    """Result of :func:`parse_instruction`.
+
+    Attributes:
+        styles: the recognized styles in the order met (keys of :data:`STYLES`).
+        prosody: the styles combined.
+        unrecognized: parts of the instruction that were not applied, for the user to see.
+    """
+
+    styles: tuple[str, ...]
+    prosody: Prosody
+    unrecognized: tuple[str, ...]
+
+
+def parse_instruction(instruction: str | None) -> ParsedInstruction:
+    """Find the styles an instruction asks for.
+
+    English words are matched whole and case-insensitively; Chinese phrases as substrings,
+    longest first. Whatever remains after styles and filler words are removed is returned in
+    ``unrecognized`` so the caller can tell the user it was not applied.
+
+    Args:
+        instruction: free text such as ``"speak happily and fast"`` or ``"用悲伤的语气"``.
+
+    Returns:
+        A :class:`ParsedInstruction`; an empty or ``None`` instruction gives neutral prosody.
+    """
+    text = (instruction or "").strip()
+    found: list[tuple[int, str]] = []
+    # Chinese first: remove matched phrases so shorter ones (快) do not match inside them.
+    remaining = text
+    phrases = sorted(((p, s) for s, ps in _CHINESE_PHRASES.items() for p in ps), key=lambda x: -len(x[0]))
+    for phrase, style in phrases:
+        while True:
+            idx = remaining.find(phrase)
+            if idx < 0:
+                break
+            found.append((idx, style))
+            remaining = remaining[:idx] + " " * len(phrase) + remaining[idx + len(phrase):]
+    word_to_style = {w: s for s, ws in _ENGLISH_WORDS.items() for w in ws}
+    unrecognized: list[str] = []
+    for match in re.finditer(r"[A-Za-z']+|[^\sA-Za-z']+", remaining):
+        token = match.group(0)
+        lower = token.lower()
+        if lower in word_to_style:
+            found.append((match.start(), word_to_style[lower]))
+            continue
+        if lower in _ENGLISH_FILLER:
+            continue
+        leftover = token
+        for filler in sorted(_CHINESE_FILLER, key=len, reverse=True):
+            leftover = leftover.replace(filler, "")
+        leftover = re.sub(r"[\W_]+", "", leftover)
+        if leftover:
+            unrecognized.append(token)
+    styles: list[str] = []
+    for _, style in sorted(found):
+        if style not in styles:
+            styles.append(style)
+    prosody = Prosody()
+    for style in styles:
+        prosody = prosody.combine(STYLES[style])
+    return ParsedInstruction(styles=tuple(styles), prosody=prosody, unrecognized=tuple(unrecognized))

@@ -1,0 +1,249 @@
+"""Decoding and checking of prompt audio (web process, no torch.cuda).
+
+Files are decoded with soundfile (libsndfile: wav, flac, ogg/vorbis, opus, mp3) and, when
+libsndfile does not know the container, with PyAV (its wheels carry FFmpeg's decoders, so m4a/aac
+and the webm/opus that browsers record work without a system ffmpeg). The result is one channel at
+:data:`PROMPT_SAMPLE_RATE_HZ`, resampled with torchaudio, with leading and trailing silence cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+
+import numpy as np
+
+from ..errors import InputError
+
+# 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
+# 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
+PROMPT_SAMPLE_RATE_HZ = 24_000
+MIN_SOURCE_SAMPLE_RATE_HZ = 16_000  # below this the high band is missing (CosyVoice asserts, #82)
+MIN_PROMPT_S = 1.0
+RECOMMENDED_MIN_PROMPT_S = 3.0
+MAX_PROMPT_S = 30.0  # CosyVoice's frontend asserts above 30 s
+SILENCE_FLOOR_DBFS = -60.0  # loudest 20 ms frame below this: the recording is silent
+TRIM_BELOW_PEAK_DB = 40.0  # frames this far below the loudest frame count as silence at the ends
+_FRAME_S = 0.02
+_PAD_S = 0.05
+SUPPORTED_FORMATS = "WAV, FLAC, MP3, OGG/Opus, M4A/AAC or WebM"
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptAudio:
+    """A decoded, checked voice prompt, ready to cross into the worker.
+
+    Attributes:
+        samples: float32, shape ``(n,)``, mono, in [-1, 1], at ``sample_rate_hz``.
+        sample_rate_hz: always :data:`PROMPT_SAMPLE_RATE_HZ`.
+        source_sample_rate_hz: the file's own rate.
+        source_channels: channels in the file before the mix-down.
+        trimmed_s: seconds of leading plus trailing silence removed.
+        notes: hints for the user (short prompt, clipping) that did not stop the request.
+        sha1: digest of the samples, so the worker can cache its analysis of a prompt.
+    """
+
+    samples: np.ndarray
+    sample_rate_hz: int
+    source_sample_rate_hz: int
+    source_channels: int
+    trimmed_s: float
+    notes: tuple[str, ...]
+    sha1: str
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / self.sample_rate_hz
+
+
+def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
+    """Decode any supported audio file.
+
+    Args:
+        path: a file on disk.
+
+    Returns:
+        ``(samples, sample_rate_hz)`` with samples float32 of shape ``(frames, channels)``.
+
+    Raises:
+        InputError: the file is missing, empty, truncated, not audio, or in no format that
+            libsndfile or FFmpeg (through PyAV) can decode.
+    """
+    if not path or not os.path.isfile(path):
+        raise InputError("No prompt audio was received. Upload a recording or record one with the microphone.")
+    if os.path.getsize(path) == 0:
+        raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
+    errors = []
+    try:
+        return _decode_with_soundfile(path)
+    except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
+        errors.append(f"soundfile: {e}")
+    try:
+        return _decode_with_pyav(path)
+    except Exception as e:
+        errors.append(f"PyAV: {e}")
+    raise InputError(
+        "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
+        f"Upload a {SUPPORTED_FORMATS} recording. ({'; '.join(errors)[:300]})"
+    )
+
+
+def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    data, sr = sf.read(path, dtype="float32", always_2d=True)
+    if data.size == 0:
+        raise ValueError("no samples")
+    return data, int(sr)
+
+
+def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
+    import av
+
+    with av.open(path, mode="r") as container:
+        streams = [s for s in container.streams if s.type == "audio"]
+        if not streams:
+            raise ValueError("no audio stream")
+        stream = streams[0]
+        # Planar float keeps channels apart whatever the codec's native sample format is.
+        resampler = av.AudioResampler(format="fltp")
+        chunks = []
+        rate = stream.rate or stream.codec_context.sample_rate
+        for frame in container.decode(stream):
+            rate = frame.sample_rate or rate
+            for out in resampler.resample(frame):
+                chunks.append(out.to_ndarray())
+        for out in resampler.resample(None):
+            chunks.append(out.to_ndarray())
+    if not chunks or not rate:
+        raise ValueError("no decodable audio frames")
+    data = np.concatenate(chunks, axis=1).T.astype(np.float32, copy=False)
+    if data.size == 0:
+        raise ValueError("no samples")
+    return np.ascontiguousarray(data), int(rate)
+
+
+def resample(samples: np.ndarray, from_hz: int, to_hz: int) -> np.ndarray:
+    """Band-limited resampling of a mono float32 signal with torchaudio (sinc interpolation).
+
+    Args:
+        samples: float32, shape ``(n,)``.
+        from_hz / to_hz: sample rates in Hz.
+
+    Returns:
+        float32, shape ``(round(n * to_hz / from_hz),)`` approximately.
+    """
+    if from_hz == to_hz:
+        return samples.astype(np.float32, copy=False)
+    import torch
+    import torchaudio.functional as F
+
+    out = F.resample(torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)), from_hz, to_hz)
+    return out.numpy().astype(np.float32, copy=False)
+
+
+def frame_rms_dbfs(samples: np.ndarray, sample_rate_hz: int, frame_s: float = _FRAME_S) -> np.ndarray:
+    """RMS level of consecutive frames in dB relative to full scale (a full-scale sine is -3 dBFS).
+
+    Args:
+        samples: float32, shape ``(n,)``.
+
+    Returns:
+        float64, shape ``(ceil(n / frame),)``; silent frames are -inf clipped to -200.
+    """
+    hop = max(1, int(round(frame_s * sample_rate_hz)))
+    n = int(math.ceil(len(samples) / hop))
+    padded = np.zeros(n * hop, dtype=np.float64)
+    padded[: len(samples)] = samples
+    rms = np.sqrt(np.mean(padded.reshape(n, hop) ** 2, axis=1))
+    return np.maximum(20.0 * np.log10(np.maximum(rms, 1e-10)), -200.0)
+
+
+def trim_silence(samples: np.ndarray, sample_rate_hz: int) -> np.ndarray:
+    """Cut leading and trailing frames more than :data:`TRIM_BELOW_PEAK_DB` below the loudest
+    frame, keeping 50 ms of margin on each side. Silence inside the recording is kept."""
+    levels = frame_rms_dbfs(samples, sample_rate_hz)
+    loud = np.flatnonzero(levels > levels.max() - TRIM_BELOW_PEAK_DB)
+    hop = max(1, int(round(_FRAME_S * sample_rate_hz)))
+    pad = int(_PAD_S * sample_rate_hz)
+    start = max(0, loud[0] * hop - pad)
+    end = min(len(samples), (loud[-1] + 1) * hop + pad)
+    return samples[start:end]
+
+
+def load_prompt_audio(path: str) -> PromptAudio:
+    """Decode, check and normalize a voice prompt.
+
+    Steps: decode (:func:`decode_audio_file`), reject non-finite samples, reject rates under
+    16 kHz, mix down to mono (mean of channels), resample to 24 kHz with torchaudio, reject
+    silence, trim silent ends, check the remaining duration.
+
+    Args:
+        path: the uploaded or recorded file.
+
+    Returns:
+        A :class:`PromptAudio` of 1-30 s; notes carry a hint when it is under 3 s or clipped.
+
+    Raises:
+        InputError: with a message naming the problem (not audio, truncated, NaN, too low a
+            sample rate, silent, too short, too long) and what would work.
+    """
+    data, sr = decode_audio_file(path)
+    frames, channels = data.shape
+    if not np.all(np.isfinite(data)):
+        bad = int(np.count_nonzero(~np.isfinite(data)))
+        raise InputError(
+            f"The prompt audio contains {bad} invalid samples (NaN or infinite), so the file is damaged. "
+            "Export the recording again as 16-bit WAV or FLAC."
+        )
+    if sr < MIN_SOURCE_SAMPLE_RATE_HZ:
+        raise InputError(
+            f"The prompt audio is sampled at {sr} Hz; at least {MIN_SOURCE_SAMPLE_RATE_HZ} Hz is needed "
+            "(telephone-quality audio lacks the high band that carries a voice's timbre). "
+            "Record again at 16 kHz or more (44.1 or 48 kHz is best)."
+        )
+    raw_seconds = frames / sr
+    if raw_seconds > 10 * MAX_PROMPT_S:
+        # Do not spend time resampling minutes of audio that will be rejected anyway.
+        raise InputError(
+            f"The prompt audio is {raw_seconds:.1f} s long; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
+            "is accepted. Cut a clean 3-10 s stretch of speech."
+        )
+    mono = data.mean(axis=1) if channels > 1 else data[:, 0]
+    mono = resample(mono, sr, PROMPT_SAMPLE_RATE_HZ)
+    peak_dbfs = float(frame_rms_dbfs(mono, PROMPT_SAMPLE_RATE_HZ).max())
+    if peak_dbfs < SILENCE_FLOOR_DBFS:
+        raise InputError(
+            "The prompt audio is silent (its loudest moment is below "
+            f"{SILENCE_FLOOR_DBFS:.0f} dBFS). Check the microphone and record 3-10 s of clear speech."
+        )
+    trimmed = trim_silence(mono, PROMPT_SAMPLE_RATE_HZ)
+    seconds = len(trimmed) / PROMPT_SAMPLE_RATE_HZ
+    if seconds < MIN_PROMPT_S:
+        raise InputError(
+            f"The prompt audio has only {seconds:.2f} s of sound after trimming silence; at least "
+            f"{MIN_PROMPT_S:.0f} s is needed and {RECOMMENDED_MIN_PROMPT_S:.0f}-10 s works best. Record a full sentence."
+        )
+    if seconds > MAX_PROMPT_S:
+        raise InputError(
+            f"The prompt audio is {seconds:.1f} s long after trimming silence; at most {MAX_PROMPT_S:.0f} s is "
+            "accepted. Cut a clean 3-10 s stretch of speech."
+        )
+    notes = []
+    if seconds < RECOMMENDED_MIN_PROMPT_S:
+        notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
+    clipped = float(np.mean(np.abs(data) >= 0.999))
+    if clipped > 0.001:
+        notes.append(f"The prompt is clipped ({clipped:.1%} of samples at full scale); a quieter recording clones better.")
+    trimmed = np.ascontiguousarray(trimmed, dtype=np.float32)
+    return PromptAudio(
+        samples=trimmed,
+        sample_rate_hz=PROMPT_SAMPLE_RATE_HZ,
+        source_sample_rate_hz=sr,
+        source_channels=channels,
+        trimmed_s=round(raw_seconds - seconds, 3),
+        notes=tuple(notes),
+        sha1=hashlib.sha1(trimmed.tobytes()).hexdigest(),
+    )

@@ -1,0 +1,122 @@
+"""Validation of the text to speak (web process, pure functions)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from ..errors import InputError
+
+# Unicode script ranges for the languages people most often type here. Only letters count:
+# digits, punctuation and emoji belong to no language.
+_SCRIPT_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
+    "zh": ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F)),
+    "ja": ((0x3040, 0x30FF), (0x31F0, 0x31FF)),
+    "ko": ((0xAC00, 0xD7AF), (0x1100, 0x11FF), (0x3130, 0x318F)),
+    "ru": ((0x0400, 0x04FF),),
+    "ar": ((0x0600, 0x06FF), (0x0750, 0x077F)),
+    "he": ((0x0590, 0x05FF),),
+    "el": ((0x0370, 0x03FF),),
+    "hi": ((0x0900, 0x097F),),
+    "th": ((0x0E00, 0x0E7F),),
+}
+LANGUAGE_NAMES = {
+    "en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ru": "Russian",
+    "ar": "Arabic", "he": "Hebrew", "el": "Greek", "hi": "Hindi", "th": "Thai",
+    "de": "German", "es": "Spanish", "fr": "French", "it": "Italian",
+}
+# Languages written in Latin letters cannot be told apart by script; "en" stands for all of them.
+_LATIN_LANGUAGES = {"en", "de", "es", "fr", "it"}
+
+
+def _script_of(ch: str) -> str | None:
+    cp = ord(ch)
+    for lang, ranges in _SCRIPT_RANGES.items():
+        if any(lo <= cp <= hi for lo, hi in ranges):
+            return lang
+    if ch.isalpha() and ("LATIN" in unicodedata.name(ch, "")):
+        return "en"
+    return None
+
+
+def detect_languages(text: str) -> dict[str, int]:
+    """Count letters per script-implied language.
+
+    Args:
+        text: any string.
+
+    Returns:
+        ``{language code: number of letters}``; Latin letters count as ``"en"``. Characters that
+        are not letters of a known script (digits, punctuation, emoji) are not counted.
+    """
+    counts: dict[str, int] = {}
+    for ch in text:
+        lang = _script_of(ch)
+        if lang:
+            counts[lang] = counts.get(lang, 0) + 1
+    return counts
+
+
+def clean_text(text: str) -> str:
+    """Normalize to NFC, turn line breaks and tabs into spaces, drop other control characters
+    (NUL, escape sequences, bidi overrides) and collapse runs of spaces."""
+    text = unicodedata.normalize("NFC", text)
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in "\n\r\t\v\f":
+            out.append(" ")
+        elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] | None = None) -> str:
+    """Check and clean the text a user wants spoken.
+
+    Args:
+        text: the raw text from the browser or API (may be ``None``).
+        max_chars: the longest text accepted, in Unicode code points after cleaning
+            (``--max-text-chars``).
+        languages: language codes the engine speaks (e.g. ``("en",)``); ``None`` accepts any.
+
+    Returns:
+        The cleaned text (see :func:`clean_text`).
+
+    Raises:
+        InputError: empty or whitespace-only text, text over ``max_chars``, text with no letters
+            or digits, or text in a language the engine does not speak. The message says what
+            would work.
+    """
+    cleaned = clean_text(text or "")
+    if not cleaned:
+        raise InputError("The text is empty. Type the sentence you want to hear.")
+    if len(cleaned) > max_chars:
+        raise InputError(
+            f"The text is {len(cleaned)} characters long; the limit is {max_chars}. "
+            f"Shorten it or split it into several requests."
+        )
+    if not any(ch.isalnum() for ch in cleaned):
+        raise InputError("The text has no letters or digits to speak (only punctuation or symbols). "
+                         "Type a sentence with words in it.")
+    if languages is not None:
+        _check_languages(cleaned, languages)
+    return cleaned
+
+
+def _check_languages(text: str, languages: tuple[str, ...]) -> None:
+    counts = detect_languages(text)
+    supported = set(languages)
+    if supported & _LATIN_LANGUAGES:
+        supported.add("en")
+    foreign = {lang: n for lang, n in counts.items() if lang not in supported}
+    if not foreign:
+        return
+    names = ", ".join(LANGUAGE_NAMES.get(c, c) for c in languages)
+    found = ", ".join(LANGUAGE_NAMES.get(c, c) for c in sorted(foreign, key=foreign.get, reverse=True))
+    raise InputError(
+        f"This engine speaks {names} only, and the text contains {found}. "
+        f"Write the text in {names}, or start the app with an engine that speaks {found} "
+        f"(for example --engine cosyvoice)."
+    )

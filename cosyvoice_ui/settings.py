@@ -1,0 +1,115 @@
+"""Every knob of the application in one typed place.
+
+Each setting is a command-line flag and, where that is handy for services, an environment
+variable ``COSYVOICE_UI_<NAME>`` (flag wins over variable, variable over default). Nothing
+else in the package reads ``sys.argv`` or ``os.environ`` for configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+from typing import Sequence
+
+ENV_PREFIX = "COSYVOICE_UI_"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Validated configuration of one running application.
+
+    Units are in the names: ``_s`` seconds, ``_mb`` megabytes (10**6 bytes), ``_chars``
+    Unicode code points.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 7860
+    engine: str = "embedded"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N, resolved inside the worker only
+    fp16: bool = True  # used on CUDA by engines that support it
+    max_text_chars: int = 200
+    max_queue: int = 16
+    request_timeout_s: float = 120.0
+    restart_grace_s: float = 30.0  # how long Restart lets an in-flight request finish
+    worker_start_timeout_s: float = 180.0
+    heartbeat_interval_s: float = 0.5
+    monitor_interval_s: float = 1.0
+    monitor_history_s: float = 600.0
+    gpu_log: str | None = None
+    max_upload_mb: float = 20.0
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1_000_000)
+
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def _env(name: str, default):
+    value = os.environ.get(ENV_PREFIX + name.upper())
+    return default if value is None else value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface of ``app.py`` (and ``./run.sh``, which passes flags on)."""
+    d = Settings()
+    p = argparse.ArgumentParser(
+        prog="app.py",
+        description="Voice-cloning text-to-speech in the browser, with the model in a supervised worker process.",
+    )
+    p.add_argument("--host", default=_env("host", d.host),
+                   help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
+    p.add_argument("--port", type=int, default=int(_env("port", d.port)))
+    p.add_argument("--engine", default=_env("engine", d.engine),
+                   help="synthesis engine: 'embedded' (Piper + WORLD, default, downloads nothing), or 'module:Class'")
+    p.add_argument("--device", default=_env("device", d.device),
+                   help="auto | cpu | cuda | cuda:N (auto picks cuda:0 when the worker sees a GPU)")
+    p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16)),
+                   help="half precision on CUDA where the engine supports it (default on)")
+    p.add_argument("--no-fp16", dest="fp16", action="store_false")
+    p.add_argument("--max-text-chars", type=int, default=int(_env("max_text_chars", d.max_text_chars)))
+    p.add_argument("--max-queue", type=int, default=int(_env("max_queue", d.max_queue)),
+                   help="requests waiting for the worker before new ones get an immediate 'busy' answer")
+    p.add_argument("--request-timeout", dest="request_timeout_s", type=float,
+                   default=float(_env("request_timeout", d.request_timeout_s)),
+                   help="seconds a request may run in the worker before the worker is restarted")
+    p.add_argument("--restart-grace", dest="restart_grace_s", type=float,
+                   default=float(_env("restart_grace", d.restart_grace_s)),
+                   help="seconds Restart waits for an in-flight request before killing the worker")
+    p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=float,
+                   default=float(_env("worker_start_timeout", d.worker_start_timeout_s)))
+    p.add_argument("--monitor-interval", dest="monitor_interval_s", type=float,
+                   default=float(_env("monitor_interval", d.monitor_interval_s)))
+    p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
+                   help="append memory samples to this file in nvidia-smi dmon style")
+    p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
+    return p
+
+
+def _bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def parse_settings(argv: Sequence[str] | None = None) -> Settings:
+    """Parse flags (and ``COSYVOICE_UI_*`` variables) into :class:`Settings`.
+
+    Raises:
+        SystemExit: with argparse's message when a value is malformed or out of range.
+    """
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    values = vars(ns)
+    if not _DEVICE_RE.match(values["device"]):
+        parser.error(f"--device {values['device']!r}: use auto, cpu, cuda or cuda:N (for example cuda:1)")
+    for name in ("max_text_chars", "max_queue"):
+        if values[name] < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
+    for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):
+        if values[name] <= 0:
+            parser.error(f"{name} must be positive, got {values[name]}")
+    return Settings(**values)

@@ -1,0 +1,202 @@
+"""The worker process: owns the engine (and with it any CUDA context) and runs one request at a time.
+
+Started by :class:`~.supervisor.Supervisor` with the ``spawn`` start method, so it begins from a
+fresh interpreter that never inherited the web process's threads or state. Ending this process
+is what gives all of its GPU memory back to the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from . import protocol as msg
+
+
+def _configure_allocator() -> None:
+    # Varying text lengths fragment the caching allocator; expandable segments avoid it.
+    # torch 2.9 reads both names, and 2.9.1 honours expandable_segments only under the old one
+    # (field notes), so set both before torch is imported.
+    for key in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        os.environ.setdefault(key, "expandable_segments:True")
+
+
+def resolve_device(requested: str) -> str:
+    """Turn ``auto|cpu|cuda|cuda:N`` into a concrete torch device string. Worker-side only:
+    it may initialize CUDA.
+
+    Raises:
+        RuntimeError: CUDA was asked for but is not usable, or the index does not exist.
+    """
+    if requested == "cpu":
+        return "cpu"
+    import torch
+
+    available = torch.cuda.is_available()
+    if requested == "auto":
+        return "cuda:0" if available else "cpu"
+    if not available:
+        raise RuntimeError(f"--device {requested} was requested but this machine has no usable CUDA GPU "
+                           "(torch.cuda.is_available() is False). Use --device cpu or --device auto.")
+    index = int(requested.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise RuntimeError(f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s) are visible.")
+    return f"cuda:{index}"
+
+
+class _Memory:
+    """Reads the worker's memory figures; samples peak RSS while a request runs."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.device = "cpu"
+        self._peak_rss = 0
+        self._sampling = threading.Event()
+        threading.Thread(target=self._sample_peak, name="peak-rss", daemon=True).start()
+
+    def _torch_cuda(self):
+        if not self.device.startswith("cuda") or "torch" not in sys.modules:
+            return None
+        import torch
+
+        return torch.cuda if torch.cuda.is_initialized() else None
+
+    def snapshot(self) -> msg.MemorySnapshot:
+        cuda = self._torch_cuda()
+        return msg.MemorySnapshot(
+            rss_bytes=self._proc.memory_info().rss,
+            device=self.device,
+            allocated_bytes=cuda.memory_allocated(self.device) if cuda else None,
+            reserved_bytes=cuda.memory_reserved(self.device) if cuda else None,
+        )
+
+    def _sample_peak(self) -> None:
+        while True:
+            self._sampling.wait()
+            self._peak_rss = max(self._peak_rss, self._proc.memory_info().rss)
+            time.sleep(0.02)
+
+    def start_request(self) -> None:
+        cuda = self._torch_cuda()
+        if cuda:
+            cuda.reset_peak_memory_stats(self.device)
+        self._peak_rss = self._proc.memory_info().rss
+        self._sampling.set()
+
+    def end_request(self) -> tuple[int | None, int | None, int]:
+        self._sampling.clear()
+        peak_rss = max(self._peak_rss, self._proc.memory_info().rss)
+        cuda = self._torch_cuda()
+        if cuda:
+            return cuda.max_memory_allocated(self.device), cuda.max_memory_reserved(self.device), peak_rss
+        return None, None, peak_rss
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    oom = getattr(torch, "OutOfMemoryError", None) if torch else None
+    return bool(oom and isinstance(error, oom))
+
+
+def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float) -> None:
+    """Entry point of the worker process.
+
+    Args:
+        conn: the worker's end of a duplex ``multiprocessing.Pipe``.
+        engine_name: registry name or ``module:Class`` (see :mod:`cosyvoice_ui.engines`).
+        device: ``auto|cpu|cuda|cuda:N``.
+        fp16: half precision where the engine supports it.
+        heartbeat_interval_s: seconds between :class:`~.protocol.Heartbeat` messages.
+
+    The process exits when told to (:class:`~.protocol.Shutdown`), when the pipe closes (the
+    web process is gone), or after sending :class:`~.protocol.LoadFailed`.
+    """
+    _configure_allocator()
+    # Ctrl-C in a terminal reaches the whole process group; the supervisor decides when the
+    # worker stops, so an in-flight request can finish during a drain.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pid = os.getpid()
+    send_lock = threading.Lock()
+    busy: list[str | None] = [None]
+    stop = threading.Event()
+
+    def send(message) -> None:
+        with send_lock:
+            conn.send(message)
+
+    memory = _Memory()
+
+    def heartbeat() -> None:
+        while not stop.is_set():
+            try:
+                send(msg.Heartbeat(pid=pid, busy_request_id=busy[0], memory=memory.snapshot()))
+            except (OSError, EOFError, ValueError):
+                os._exit(0)  # the web process is gone: nobody needs this worker any more
+            stop.wait(heartbeat_interval_s)
+
+    threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
+
+    from ..engines import resolve_engine_class
+
+    t0 = time.perf_counter()
+    try:
+        resolved = resolve_device(device)
+        memory.device = resolved
+        engine = resolve_engine_class(engine_name)()
+        facts = engine.load(resolved, fp16)
+    except BaseException as e:  # noqa: BLE001 - everything must be reported, then exit
+        send(msg.LoadFailed(pid=pid, error=f"{type(e).__name__}: {e}"))
+        stop.set()
+        conn.close()
+        return
+    send(msg.Ready(pid=pid, load_s=time.perf_counter() - t0, facts=facts, memory=memory.snapshot()))
+
+    while True:
+        try:
+            command = conn.recv()
+        except (EOFError, OSError):
+            break
+        if isinstance(command, msg.Shutdown):
+            break
+        if not isinstance(command, msg.Synthesize):
+            continue
+        busy[0] = command.request_id
+        memory.start_request()
+        t_start = time.perf_counter()
+        try:
+            output = engine.synthesize(command.request)
+            synthesis_s = time.perf_counter() - t_start
+            peak_alloc, peak_reserved, peak_rss = memory.end_request()
+            audio_s = len(output.audio) / output.sample_rate_hz
+            stats = msg.RequestStats(
+                synthesis_s=synthesis_s, audio_s=audio_s,
+                real_time_factor=synthesis_s / audio_s if audio_s > 0 else float("inf"),
+                peak_allocated_bytes=peak_alloc, peak_reserved_bytes=peak_reserved,
+                peak_rss_bytes=peak_rss, pid=pid, device=memory.device,
+            )
+            reply = msg.Done(request_id=command.request_id, output=output, stats=stats)
+        except ValueError as e:
+            memory.end_request()
+            reply = msg.Failed(request_id=command.request_id, kind="invalid", message=str(e))
+        except BaseException as e:  # noqa: BLE001 - a request must never take the worker down
+            memory.end_request()
+            if _is_out_of_memory(e):
+                reply = msg.Failed(request_id=command.request_id, kind="out_of_memory",
+                                   message=f"Out of memory while synthesizing: {e}")
+            else:
+                traceback.print_exc()
+                reply = msg.Failed(request_id=command.request_id, kind="error", message=f"{type(e).__name__}: {e}")
+        busy[0] = None
+        try:
+            send(reply)
+        except (OSError, EOFError):
+            break
+    stop.set()

@@ -1,0 +1,113 @@
+"""The messages that cross between the supervisor (web process) and the worker process.
+
+Everything is a small picklable dataclass sent over one duplex ``multiprocessing`` pipe. Each
+synthesis message carries the request id it belongs to, so a late answer from a worker that was
+replaced can never be mistaken for another request's answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..engines.base import SynthesisOutput, SynthesisRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class MemorySnapshot:
+    """The worker's own view of its memory.
+
+    Attributes:
+        rss_bytes: resident set size of the worker process (host memory).
+        device: the torch device the engine runs on ("cpu", "cuda:0", ...).
+        allocated_bytes / reserved_bytes: ``torch.cuda.memory_allocated`` / ``memory_reserved``
+            on that device; ``None`` on the CPU or before CUDA is initialized.
+    """
+
+    rss_bytes: int
+    device: str
+    allocated_bytes: int | None = None
+    reserved_bytes: int | None = None
+
+
+# -- supervisor -> worker ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Synthesize:
+    request_id: str
+    request: SynthesisRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class Shutdown:
+    """Finish nothing new; exit after the current request."""
+
+
+# -- worker -> supervisor ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    """The model is loaded; the worker takes requests from now on."""
+
+    pid: int
+    load_s: float
+    facts: dict  # engine.load()'s facts: device, dtype, ...
+    memory: MemorySnapshot
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadFailed:
+    """The engine could not be loaded; the worker exits after sending this."""
+
+    pid: int
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Heartbeat:
+    pid: int
+    busy_request_id: str | None
+    memory: MemorySnapshot
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestStats:
+    """Measurements of one request inside the worker.
+
+    Attributes:
+        synthesis_s: wall time of ``engine.synthesize``.
+        audio_s: seconds of audio produced.
+        real_time_factor: synthesis_s / audio_s (below 1 is faster than real time).
+        peak_allocated_bytes / peak_reserved_bytes: ``torch.cuda.max_memory_allocated`` /
+            ``max_memory_reserved`` during the request (CUDA only, else ``None``).
+        peak_rss_bytes: highest worker RSS sampled during the request (every 20 ms).
+    """
+
+    synthesis_s: float
+    audio_s: float
+    real_time_factor: float
+    peak_allocated_bytes: int | None
+    peak_reserved_bytes: int | None
+    peak_rss_bytes: int
+    pid: int
+    device: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Done:
+    request_id: str
+    output: SynthesisOutput
+    stats: RequestStats
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """The request failed inside the worker; the worker itself is still healthy.
+
+    Attributes:
+        kind: "invalid" (the engine refused the request: the message is for the user),
+            "out_of_memory", or "error" (an unexpected exception).
+    """
+
+    request_id: str
+    kind: str
+    message: str

@@ -1,0 +1,601 @@
+"""The supervisor: owns the worker process, the request queue, deadlines, restarts and retries.
+
+It lives in the web process. One dispatcher thread does everything that touches the worker
+(spawn, send, receive, kill), so there is never a question of who owns the pipe; other threads
+only put jobs and commands in and read status out.
+
+Guarantees:
+- one request at a time reaches the worker;
+- a worker that dies (segfault, SIGKILL, OOM killer) is noticed at once through the process
+  sentinel (well inside 2 s), a new one is started, and the request that was running is run
+  again once; a request that kills two workers fails with a clear message;
+- a request that passes its deadline fails and the worker is replaced;
+- restart lets the running request finish (bounded by ``restart_grace_s``), then replaces the
+  worker; queued requests wait and none is lost;
+- the queue is bounded: a full queue answers "busy" at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import logging
+import multiprocessing
+import multiprocessing.connection
+import threading
+import time
+import uuid
+
+from ..engines.base import SynthesisOutput, SynthesisRequest
+from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
+from . import protocol as msg
+from .process import worker_main
+
+log = logging.getLogger(__name__)
+
+# States shown in the panel and /status.
+STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPED = (
+    "starting", "ready", "busy", "restarting", "crashed", "failed", "stopped")
+MAX_CRASHES_PER_REQUEST = 2
+_POLL_S = 0.1
+
+
+@dataclasses.dataclass
+class _Job:
+    id: str
+    request: SynthesisRequest
+    future: concurrent.futures.Future
+    timeout_s: float
+    enqueued_at: float
+    crashes: int = 0
+    attempts: int = 0
+
+
+@dataclasses.dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+    started_at: float
+    ready: msg.Ready | None = None
+    load_failed: str | None = None
+    last_heartbeat_at: float = 0.0
+    memory: msg.MemorySnapshot | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RestartReport:
+    """What a restart did. Memory figures are the worker's own (RSS; torch on CUDA)."""
+
+    reason: str
+    old_pid: int | None
+    new_pid: int | None
+    duration_s: float
+    memory_before: msg.MemorySnapshot | None
+    memory_after: msg.MemorySnapshot | None
+    error: str | None = None
+
+
+class Supervisor:
+    """Runs one worker process and feeds it requests one at a time.
+
+    Args:
+        engine: engine name or ``module:Class`` for the worker to load.
+        device: ``auto|cpu|cuda|cuda:N``, resolved in the worker.
+        fp16: half precision on CUDA where supported.
+        max_queue: requests that may wait (beyond the one running) before :class:`BusyError`.
+        request_timeout_s: deadline of one request inside the worker.
+        restart_grace_s: how long a restart waits for the running request.
+        start_timeout_s: how long a worker may take to load its model.
+        heartbeat_interval_s: the worker's heartbeat period; a worker silent for
+            ``max(10 s, 20 periods)`` is taken as hung and replaced.
+    """
+
+    def __init__(self, engine: str = "embedded", device: str = "auto", fp16: bool = True, *,
+                 max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
+                 start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5) -> None:
+        self.engine = engine
+        self.device = device
+        self.fp16 = fp16
+        self.max_queue = max_queue
+        self.request_timeout_s = request_timeout_s
+        self.restart_grace_s = restart_grace_s
+        self.start_timeout_s = start_timeout_s
+        self.heartbeat_timeout_s = max(10.0, 20 * heartbeat_interval_s)
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self._ctx = multiprocessing.get_context("spawn")  # never fork: CUDA cannot live in a forked child
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._pending: collections.deque[_Job] = collections.deque()
+        self._restart_waiters: list[tuple[str, concurrent.futures.Future]] = []
+        self._stopping = False
+        self._worker: _Worker | None = None
+        self._inflight: _Job | None = None
+        self._state = STARTING
+        self._restarts: collections.Counter[str] = collections.Counter()
+        self._last_error: str | None = None
+        self._last_restart: RestartReport | None = None
+        self._completed = 0
+        self._thread = threading.Thread(target=self._run, name="supervisor", daemon=True)
+
+    # -- public API (any thread) -----------------------------------------------------------
+
+    def start(self) -> "Supervisor":
+        """Start the dispatcher thread, which spawns the first worker. Returns at once."""
+        self._thread.start()
+        return self
+
+    def wait_ready(self, timeout_s: float | None = None) -> bool:
+        """Block until a worker has loaded its model (True) or loading failed / timed out (False)."""
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None else self.start_timeout_s)
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._state in (READY, BUSY):
+                    return True
+                if self._state in (FAILED, STOPPED):
+                    return False
+            time.sleep(0.05)
+        return False
+
+    def submit(self, request: SynthesisRequest, timeout_s: float | None = None) -> concurrent.futures.Future:
+        """Queue a request.
+
+        Returns:
+            A future resolving to ``(SynthesisOutput, RequestStats)``, or raising
+            :class:`SynthesisFailed` / :class:`RequestTimedOut` / :class:`ServiceStopping`.
+
+        Raises:
+            BusyError: ``max_queue`` requests are already waiting.
+            ServiceStopping: the supervisor is shutting down.
+        """
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        job = _Job(id=uuid.uuid4().hex[:12], request=request, future=future,
+                   timeout_s=timeout_s or self.request_timeout_s, enqueued_at=time.monotonic())
+        with self._lock:
+            if self._stopping:
+                raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
+            if len(self._pending) >= self.max_queue:
+                raise BusyError(
+                    f"The server is busy: {len(self._pending)} requests are already waiting (limit {self.max_queue}). "
+                    "Try again in a moment."
+                )
+            self._pending.append(job)
+            self._wake.notify_all()
+        return future
+
+    def synthesize(self, request: SynthesisRequest, timeout_s: float | None = None) -> tuple[SynthesisOutput, msg.RequestStats]:
+        """:meth:`submit` and wait for the result (same errors as the future)."""
+        return self.submit(request, timeout_s).result()
+
+    def restart(self, reason: str = "user", wait: bool = True, timeout_s: float | None = None) -> RestartReport | concurrent.futures.Future:
+        """Replace the worker with a fresh process.
+
+        The running request may finish within ``restart_grace_s``; after that the worker is killed
+        and the request runs again on the new worker. Queued requests wait. Restarts asked for
+        while one is pending are served by the same restart.
+
+        Returns:
+            The :class:`RestartReport` (``wait=True``) or a future of it.
+        """
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if self._stopping:
+                raise ServiceStopping("The application is shutting down.")
+            self._restart_waiters.append((reason, future))
+            self._wake.notify_all()
+        if not wait:
+            return future
+        limit = timeout_s if timeout_s is not None else self.restart_grace_s + self.start_timeout_s + 10
+        return future.result(timeout=limit)
+
+    def status(self) -> dict:
+        """A JSON-serializable snapshot: state, pid, device, restarts, queue, memory figures."""
+        with self._lock:
+            w = self._worker
+            ready = w.ready if w else None
+            memory = w.memory if w else None
+            hb_age = (time.monotonic() - w.last_heartbeat_at) if (w and w.last_heartbeat_at) else None
+            last = self._last_restart
+            return {
+                "state": self._state,
+                "pid": w.process.pid if w else None,
+                "engine": self.engine,
+                "device": (ready.facts.get("device") if ready else None) or self.device,
+                "dtype": ready.facts.get("dtype") if ready else None,
+                "engine_facts": dict(ready.facts) if ready else {},
+                "load_s": round(ready.load_s, 3) if ready else None,
+                "restarts": sum(self._restarts.values()),
+                "restarts_by_reason": dict(self._restarts),
+                "queue_depth": len(self._pending),
+                "max_queue": self.max_queue,
+                "in_flight": self._inflight.id if self._inflight else None,
+                "completed": self._completed,
+                "heartbeat_age_s": round(hb_age, 2) if hb_age is not None else None,
+                "memory": dataclasses.asdict(memory) if memory else None,
+                "last_error": self._last_error,
+                "last_restart": _report_dict(last) if last else None,
+            }
+
+    @property
+    def worker_pid(self) -> int | None:
+        with self._lock:
+            return self._worker.process.pid if self._worker else None
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop taking requests, let the running one finish (bounded), end the worker.
+
+        Queued requests fail with :class:`ServiceStopping`.
+        """
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._grace_on_stop = self.restart_grace_s if grace_s is None else grace_s
+            self._wake.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout=(self._grace_on_stop + 15))
+        self._kill_worker()  # belt and braces if the dispatcher could not finish
+
+    # -- dispatcher thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._spawn_until_ready(reason=None)
+            while True:
+                with self._lock:
+                    while (not self._pending and not self._restart_waiters and not self._stopping
+                           and self._worker_alive_unlocked()):
+                        self._wake.wait(timeout=_POLL_S)
+                        self._pump_unlocked_safe()
+                    stopping = self._stopping
+                    restart = bool(self._restart_waiters)
+                    job = self._pending.popleft() if (self._pending and not stopping and not restart
+                                                      and self._state in (READY,)) else None
+                if stopping:
+                    self._shutdown()
+                    return
+                if restart:
+                    self._do_restart()
+                    continue
+                if not self._worker_alive():
+                    self._handle_death(job=None)
+                    continue
+                if job is None:
+                    if self._state == FAILED:
+                        self._fail_pending_load_error()
+                        with self._lock:
+                            self._wake.wait(timeout=_POLL_S)
+                    continue
+                self._run_job(job)
+        except Exception:  # pragma: no cover - a bug here must not leave requests hanging
+            log.exception("supervisor dispatcher crashed")
+            with self._lock:
+                self._state = FAILED
+                self._last_error = "internal supervisor error; see the server log"
+                jobs = list(self._pending)
+                self._pending.clear()
+            for j in jobs:
+                _fail(j, SynthesisFailed("The server hit an internal error. Please try again."))
+
+    def _pump_unlocked_safe(self) -> None:
+        # Called with the lock held while idle: read heartbeats so status stays fresh.
+        w = self._worker
+        if w is None:
+            return
+        try:
+            while w.conn.poll():
+                self._handle_message(w, w.conn.recv())
+        except (EOFError, OSError):
+            pass
+
+    def _worker_alive_unlocked(self) -> bool:
+        w = self._worker
+        return w is not None and w.process.is_alive() and w.load_failed is None
+
+    def _worker_alive(self) -> bool:
+        with self._lock:
+            return self._worker_alive_unlocked() or self._state == FAILED
+
+    def _handle_message(self, w: _Worker, m) -> object | None:
+        """Apply a message from the worker to the state; return it if the caller must act."""
+        if isinstance(m, msg.Heartbeat):
+            w.last_heartbeat_at = time.monotonic()
+            w.memory = m.memory
+            return None
+        if isinstance(m, msg.Ready):
+            w.ready = m
+            w.memory = m.memory
+            w.last_heartbeat_at = time.monotonic()
+            return m
+        if isinstance(m, msg.LoadFailed):
+            w.load_failed = m.error
+            return m
+        return m
+
+    def _receive(self, w: _Worker, timeout_s: float) -> list:
+        """Wait up to ``timeout_s`` for messages or the worker's death; return actionable messages."""
+        out = []
+        try:
+            ready = multiprocessing.connection.wait([w.conn, w.process.sentinel], timeout=timeout_s)
+        except OSError:
+            return out
+        if w.conn in ready:
+            try:
+                while w.conn.poll():
+                    m = w.conn.recv()
+                    with self._lock:
+                        act = self._handle_message(w, m)
+                    if act is not None:
+                        out.append(act)
+            except (EOFError, OSError):
+                pass
+        return out
+
+    def _spawn(self) -> _Worker:
+        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=worker_main, name="cosyvoice-ui-worker", daemon=True,
+            args=(child_conn, self.engine, self.device, self.fp16, self.heartbeat_interval_s),
+        )
+        process.start()
+        child_conn.close()
+        w = _Worker(process=process, conn=parent_conn, started_at=time.monotonic())
+        log.info("worker started: pid %s (engine %s, device %s)", process.pid, self.engine, self.device)
+        return w
+
+    def _spawn_until_ready(self, reason: str | None) -> bool:
+        """Start a worker and wait for Ready. Retries a worker that dies while loading (3 tries);
+        a LoadFailed is final until the next restart."""
+        for attempt in range(3):
+            w = self._spawn()
+            with self._lock:
+                self._worker = w
+                self._state = STARTING if reason is None else RESTARTING
+            deadline = time.monotonic() + self.start_timeout_s
+            while time.monotonic() < deadline:
+                for m in self._receive(w, 0.2):
+                    if isinstance(m, msg.Ready):
+                        with self._lock:
+                            self._state = READY
+                            self._last_error = None
+                        log.info("worker %s ready in %.2f s (%s)", w.process.pid, m.load_s, m.facts)
+                        return True
+                    if isinstance(m, msg.LoadFailed):
+                        with self._lock:
+                            self._state = FAILED
+                            self._last_error = f"The model could not be loaded: {m.error}"
+                        log.error("worker %s failed to load: %s", w.process.pid, m.error)
+                        w.process.join(5)
+                        return False
+                if not w.process.is_alive():
+                    break
+                with self._lock:
+                    if self._stopping:
+                        return False
+            code = w.process.exitcode
+            self._kill(w)
+            with self._lock:
+                self._last_error = (f"The worker exited while loading the model (exit code {code})"
+                                    if code is not None else "The worker did not finish loading in time")
+            log.error("%s; attempt %d of 3", self._last_error, attempt + 1)
+            time.sleep(min(2.0 * (attempt + 1), 5.0))
+        with self._lock:
+            self._state = FAILED
+        return False
+
+    def _kill(self, w: _Worker | None) -> None:
+        if w is None:
+            return
+        if w.process.is_alive():
+            w.process.kill()
+        w.process.join(timeout=10)
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+
+    def _kill_worker(self) -> None:
+        with self._lock:
+            w = self._worker
+        self._kill(w)
+
+    def _run_job(self, job: _Job) -> None:
+        with self._lock:
+            w = self._worker
+            self._inflight = job
+            self._state = BUSY
+        job.attempts += 1
+        if not job.future.running() and not job.future.set_running_or_notify_cancel():
+            with self._lock:
+                self._inflight = None
+                self._state = READY
+            return
+        try:
+            w.conn.send(msg.Synthesize(request_id=job.id, request=job.request))
+        except (OSError, EOFError, ValueError):
+            pass  # the worker died just now; the sentinel says so below
+        deadline = time.monotonic() + job.timeout_s
+        grace_deadline = None
+        while True:
+            for m in self._receive(w, _POLL_S):
+                if isinstance(m, (msg.Done, msg.Failed)) and m.request_id == job.id:
+                    self._finish(job, m)
+                    return
+            now = time.monotonic()
+            if not w.process.is_alive():
+                self._handle_death(job)
+                return
+            if now > deadline:
+                self._timeout(job)
+                return
+            if now - w.last_heartbeat_at > self.heartbeat_timeout_s:
+                log.error("worker %s sent no heartbeat for %.1f s: taking it as hung", w.process.pid, now - w.last_heartbeat_at)
+                self._kill(w)
+                self._handle_death(job)
+                return
+            with self._lock:
+                wants_restart = bool(self._restart_waiters) or self._stopping
+                stop_grace = getattr(self, "_grace_on_stop", self.restart_grace_s)
+            if wants_restart and grace_deadline is None:
+                grace_deadline = now + (stop_grace if self._stopping else self.restart_grace_s)
+            if grace_deadline is not None and now > grace_deadline:
+                # Restart (or stop) could not wait any longer: kill, and run the request again.
+                log.warning("request %s did not finish within the grace period; killing worker %s", job.id, w.process.pid)
+                self._kill(w)
+                with self._lock:
+                    self._inflight = None
+                    if self._stopping:
+                        job_to_fail = job
+                    else:
+                        self._pending.appendleft(job)
+                        job_to_fail = None
+                if job_to_fail:
+                    _fail(job_to_fail, ServiceStopping("The application shut down before this request finished. "
+                                                       "It may be sent again once the server is back."))
+                return
+
+    def _finish(self, job: _Job, m) -> None:
+        with self._lock:
+            self._inflight = None
+            self._state = READY
+            self._completed += 1
+        if isinstance(m, msg.Done):
+            job.future.set_result((m.output, m.stats))
+            return
+        if m.kind == "invalid":
+            job.future.set_exception(SynthesisFailed(m.message))
+        elif m.kind == "out_of_memory":
+            job.future.set_exception(SynthesisFailed(
+                f"{m.message}. The worker is still running; try a shorter text or a shorter prompt."))
+        else:
+            job.future.set_exception(SynthesisFailed(
+                f"Synthesis failed inside the worker ({m.message}). The worker is still running; you may try again."))
+
+    def _timeout(self, job: _Job) -> None:
+        with self._lock:
+            w = self._worker
+            self._inflight = None
+        log.error("request %s passed its %.0f s deadline; restarting worker %s", job.id, job.timeout_s, w.process.pid)
+        self._kill(w)
+        _fail(job, RequestTimedOut(
+            f"The request took longer than its {job.timeout_s:.0f} s deadline, so the worker was restarted. "
+            "Try a shorter text; you may send it again."))
+        self._replace_worker("timeout")
+
+    def _handle_death(self, job: _Job | None) -> None:
+        with self._lock:
+            w = self._worker
+            self._inflight = None
+            self._state = CRASHED
+        if w is not None:
+            w.process.join(timeout=5)
+        code = w.process.exitcode if w else None
+        how = _describe_exit(code)
+        log.error("worker %s died (%s)%s", w.process.pid if w else None, how,
+                  f" while running request {job.id}" if job else "")
+        with self._lock:
+            self._last_error = f"The worker died ({how})."
+        if job is not None:
+            job.crashes += 1
+            if job.crashes >= MAX_CRASHES_PER_REQUEST:
+                _fail(job, SynthesisFailed(
+                    f"This request stopped the worker {job.crashes} times (last: {how}), so it is not retried again. "
+                    "Try a shorter text or a different prompt audio."))
+            else:
+                with self._lock:
+                    self._pending.appendleft(job)  # run again, first, on the new worker
+        self._kill(w)
+        self._replace_worker("crash")
+
+    def _replace_worker(self, reason: str) -> RestartReport:
+        with self._lock:
+            old = self._worker
+            before = old.memory if old else None
+            self._restarts[reason] += 1
+        t0 = time.monotonic()
+        self._kill(old)
+        ok = self._spawn_until_ready(reason=reason)
+        with self._lock:
+            new = self._worker
+            report = RestartReport(
+                reason=reason, old_pid=old.process.pid if old else None,
+                new_pid=new.process.pid if (new and ok) else None,
+                duration_s=time.monotonic() - t0, memory_before=before,
+                memory_after=new.memory if (new and ok) else None,
+                error=None if ok else self._last_error)
+            self._last_restart = report
+        return report
+
+    def _do_restart(self) -> None:
+        with self._lock:
+            waiters, self._restart_waiters = self._restart_waiters, []
+        reason = waiters[0][0] if waiters else "user"
+        with self._lock:
+            self._state = RESTARTING
+            w = self._worker
+        # The running request (if any) has already finished or been requeued by _run_job.
+        if w is not None and w.process.is_alive():
+            try:
+                w.conn.send(msg.Shutdown())
+            except (OSError, EOFError, ValueError):
+                pass
+            w.process.join(timeout=5)
+        report = self._replace_worker(reason)
+        for _, f in waiters:
+            if not f.done():
+                f.set_result(report)
+
+    def _fail_pending_load_error(self) -> None:
+        with self._lock:
+            jobs = list(self._pending)
+            self._pending.clear()
+            error = self._last_error or "The model could not be loaded."
+        for j in jobs:
+            _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log)."))
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            jobs = list(self._pending)
+            self._pending.clear()
+            waiters, self._restart_waiters = self._restart_waiters, []
+            w = self._worker
+            self._state = STOPPED
+        for j in jobs:
+            _fail(j, ServiceStopping("The application shut down before this request ran. "
+                                     "It may be sent again once the server is back."))
+        for _, f in waiters:
+            f.set_exception(ServiceStopping("The application is shutting down."))
+        if w is not None and w.process.is_alive():
+            try:
+                w.conn.send(msg.Shutdown())
+            except (OSError, EOFError, ValueError):
+                pass
+            w.process.join(timeout=5)
+        self._kill(w)
+
+
+def _fail(job: _Job, error: Exception) -> None:
+    if not job.future.done():
+        if job.future.running() or job.future.set_running_or_notify_cancel():
+            job.future.set_exception(error)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " - killed, perhaps by the out-of-memory killer" if name == "SIGKILL" else ""
+        return f"{name}{hint}"
+    return f"exit code {code}"
+
+
+def _report_dict(r: RestartReport) -> dict:
+    d = dataclasses.asdict(r)
+    d["duration_s"] = round(r.duration_s, 3)
+    return d
