@@ -213,7 +213,7 @@ class Supervisor:
                 "heartbeat_age_s": round(hb_age, 2) if hb_age is not None else None,
                 "memory": dataclasses.asdict(memory) if memory else None,
                 "last_error": self._last_error,
-                "last_restart": _report_dict(last) if last else None,
+                "last_restart": report_to_dict(last) if last else None,
             }
 
     @property
@@ -475,6 +475,8 @@ class Supervisor:
         with self._lock:
             w = self._worker
             self._inflight = None
+            self._state = RESTARTING
+            self._restarts["timeout"] += 1
         log.error("request %s passed its %.0f s deadline; restarting worker %s", job.id, job.timeout_s, w.process.pid)
         self._kill(w)
         _fail(job, RequestTimedOut(
@@ -487,6 +489,7 @@ class Supervisor:
             w = self._worker
             self._inflight = None
             self._state = CRASHED
+            self._restarts["crash"] += 1
         if w is not None:
             w.process.join(timeout=5)
         code = w.process.exitcode if w else None
@@ -508,10 +511,10 @@ class Supervisor:
         self._replace_worker("crash")
 
     def _replace_worker(self, reason: str) -> RestartReport:
+        """Kill the current worker (if alive) and start a new one. Callers count the restart."""
         with self._lock:
             old = self._worker
             before = old.memory if old else None
-            self._restarts[reason] += 1
         t0 = time.monotonic()
         self._kill(old)
         ok = self._spawn_until_ready(reason=reason)
@@ -532,6 +535,7 @@ class Supervisor:
         reason = waiters[0][0] if waiters else "user"
         with self._lock:
             self._state = RESTARTING
+            self._restarts[reason] += 1
             w = self._worker
         # The running request (if any) has already finished or been requeued by _run_job.
         if w is not None and w.process.is_alive():
@@ -595,7 +599,7 @@ def _describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _report_dict(r: RestartReport) -> dict:
+def report_to_dict(r: RestartReport) -> dict:
     d = dataclasses.asdict(r)
     d["duration_s"] = round(r.duration_s, 3)
     return d

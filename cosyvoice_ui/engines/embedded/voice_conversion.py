@@ -28,6 +28,8 @@ import numpy as np
 FRAME_PERIOD_MS = 5.0
 F0_FLOOR_HZ = 60.0
 F0_CEIL_HZ = 600.0
+MIN_VOICED_FRAMES = 100  # 0.5 s at 5 ms frames
+MIN_VOICED_FRACTION = 0.15
 WARP_EXPONENT = 0.1  # formant ratio ~ F0 ratio ** 0.1 (measured choice, see module docstring)
 WARP_RANGE = (0.9, 1.12)
 _MAX_CORRECTION_LN = 3.0  # about 26 dB: beyond this a difference is a recording artefact
@@ -87,14 +89,18 @@ def analyze(samples: np.ndarray, sample_rate_hz: int, accurate_f0: bool = False)
     return WorldFeatures(f0_hz=f0, envelope=sp, aperiodicity=ap, sample_rate_hz=sample_rate_hz)
 
 
-def profile_from_features(features: WorldFeatures) -> VoiceProfile:
+def profile_from_features(features: WorldFeatures, strict: bool = True) -> VoiceProfile:
     """Summarize analysed speech as a :class:`VoiceProfile`.
 
     Raises:
-        ValueError: when fewer than 20 frames (0.1 s) are voiced; there is no voice to measure.
+        ValueError: when under 0.5 s or under 15 % of the frames are voiced: there is no voice
+            to measure (the real prompts are 36-81 % voiced; white noise is about 6 %).
+            With ``strict=False`` (synthetic speech of any length) only 20 voiced frames are needed.
     """
     voiced = features.f0_hz > 0
     n = int(voiced.sum())
+    if strict and (n < MIN_VOICED_FRAMES or n < MIN_VOICED_FRACTION * len(voiced)):
+        raise ValueError(f"only {n} of {len(voiced)} frames are voiced: no voice to measure")
     if n < 20:
         raise ValueError(f"only {n} voiced frames: no voice to measure")
     lf0 = np.log(features.f0_hz[voiced])
@@ -184,7 +190,7 @@ def convert(
     log_env = np.log(features.envelope + 1e-16)
     ap = features.aperiodicity
     report = None
-    if voiced.sum() >= 20:
+    if voiced.sum() >= 20:  # Piper's own output: even a short word has this much voicing
         lf0 = np.log(f0[voiced])
         mu_s, sd_s = float(lf0.mean()), float(max(lf0.std(), 1e-3))
         mu_t, sd_t = (target.log_f0_mean, target.log_f0_std) if target else (mu_s, sd_s)
@@ -195,7 +201,7 @@ def convert(
                 raise ValueError(
                     f"profile at {target.sample_rate_hz} Hz cannot convert speech at {features.sample_rate_hz} Hz"
                 )
-            source = profile_from_features(features)
+            source = profile_from_features(features, strict=False)
             factor = warp_factor_for(source, target)
             log_env = warp_envelope(log_env, factor)
             ap = np.clip(warp_envelope(ap, factor), 0.0, 1.0)

@@ -1,0 +1,91 @@
+"""Where a user's raw input becomes a validated, engine-neutral request (web process).
+
+Nothing reaches the worker without passing :func:`build_request`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..engines.base import Capabilities, PromptSamples, SynthesisRequest
+from ..errors import InputError
+from .prompt_audio import load_prompt_audio
+from .text import clean_text, validate_text
+
+MAX_INSTRUCTION_CHARS = 200
+MAX_PROMPT_TEXT_CHARS = 500
+SPEED_RANGE = (0.5, 2.0)
+MAX_SEED = 2**31 - 1
+
+
+def build_request(
+    text: str | None,
+    prompt_audio_path: str | None,
+    prompt_text: str | None,
+    instruction: str | None,
+    speed: float | None,
+    seed: int | float | None,
+    *,
+    max_text_chars: int,
+    capabilities: Capabilities,
+) -> tuple[SynthesisRequest, list[str]]:
+    """Validate everything a user sent and build the request for the worker.
+
+    Args:
+        text: text to speak (checked by :func:`~.text.validate_text`).
+        prompt_audio_path: uploaded or recorded file, or ``None``.
+        prompt_text: transcript of the prompt (optional).
+        instruction: style instruction (optional, at most 200 characters).
+        speed: speaking-rate multiplier in [0.5, 2.0]; ``None`` means 1.0.
+        seed: integer in [-1, 2**31-1]; -1 (or ``None``) means random.
+        max_text_chars: ``--max-text-chars``.
+        capabilities: of the running engine (languages, whether a prompt is required).
+
+    Returns:
+        ``(request, notes)``: notes are hints for the user (short prompt, clipping, ...).
+
+    Raises:
+        InputError: the first problem found, with a message saying what would work.
+    """
+    clean = validate_text(text, max_text_chars, capabilities.languages)
+    notes: list[str] = []
+    prompt = None
+    if prompt_audio_path:
+        audio = load_prompt_audio(prompt_audio_path)
+        prompt = PromptSamples(samples=audio.samples, sample_rate_hz=audio.sample_rate_hz, sha1=audio.sha1)
+        notes.extend(audio.notes)
+    elif capabilities.prompt_audio_required:
+        raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone.")
+    instruction_clean = clean_text(instruction or "")
+    if len(instruction_clean) > MAX_INSTRUCTION_CHARS:
+        raise InputError(f"The instruction is {len(instruction_clean)} characters long; the limit is "
+                         f"{MAX_INSTRUCTION_CHARS}. Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")
+    if instruction_clean and not capabilities.instruction_presets:
+        notes.append("This engine does not take instructions; the instruction was not applied.")
+    prompt_text_clean = clean_text(prompt_text or "")
+    if len(prompt_text_clean) > MAX_PROMPT_TEXT_CHARS:
+        raise InputError(f"The prompt text is {len(prompt_text_clean)} characters long; the limit is "
+                         f"{MAX_PROMPT_TEXT_CHARS}. It should be the transcript of the prompt audio only.")
+    if prompt_text_clean and not capabilities.uses_prompt_text:
+        notes.append("This engine does not use the prompt text; it clones from the audio alone.")
+    speed_value = _number(speed, 1.0, "speed")
+    if not (SPEED_RANGE[0] <= speed_value <= SPEED_RANGE[1]):
+        raise InputError(f"Speed {speed_value:g} is out of range; use {SPEED_RANGE[0]} to {SPEED_RANGE[1]} (1.0 is natural).")
+    seed_value = _number(seed, -1, "seed")
+    if seed_value != int(seed_value) or not (-1 <= seed_value <= MAX_SEED):
+        raise InputError(f"Seed {seed_value:g} is not valid; use a whole number from 0 to {MAX_SEED}, or -1 for random.")
+    request = SynthesisRequest(text=clean, prompt=prompt, prompt_text=prompt_text_clean,
+                               instruction=instruction_clean, speed=speed_value, seed=int(seed_value))
+    return request, notes
+
+
+def _number(value, default: float, name: str) -> float:
+    if value is None or value == "":
+        return float(default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"The {name} {value!r} is not a number.") from None
+    if not math.isfinite(number):
+        raise InputError(f"The {name} must be a finite number.")
+    return number

@@ -1,0 +1,40 @@
+"""The HTTP server: Gradio mounted at ``/`` on a FastAPI app that also serves ``/healthz``."""
+
+from __future__ import annotations
+
+import fastapi
+import gradio as gr
+from fastapi.responses import JSONResponse
+
+from .engines import engine_capabilities
+from .monitor.sampler import MemoryMonitor
+from .settings import Settings
+from .ui.handlers import Handlers
+from .ui.i18n import I18N
+from .ui.layout import build_blocks
+from .worker.supervisor import BUSY, READY, Supervisor
+
+
+def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
+    """The ASGI app for uvicorn.
+
+    ``GET /healthz`` answers 200 with the status JSON while the worker is ready or busy, 503
+    otherwise (starting, restarting, crashed, failed, stopped).
+    """
+    handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine))
+    app = fastapi.FastAPI(docs_url=None, redoc_url=None)
+
+    @app.get("/healthz")
+    def healthz() -> JSONResponse:
+        status = handlers.status()
+        healthy = status["state"] in (READY, BUSY)
+        body = {"status": "ok" if healthy else "unavailable", **status}
+        return JSONResponse(body, status_code=200 if healthy else 503)
+
+    demo = build_blocks(handlers)
+    # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
+    demo.queue(max_size=None, default_concurrency_limit=4)
+    return gr.mount_gradio_app(app, demo, path="/", i18n=I18N,
+                               max_file_size=int(settings.max_upload_bytes),
+                               server_name=settings.host, server_port=settings.port,
+                               footer_links=["api"])

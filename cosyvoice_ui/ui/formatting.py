@@ -1,0 +1,79 @@
+"""Turning status, samples and results into what the page shows (no Gradio events here)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pandas as pd
+
+from ..monitor.sampler import Sample
+
+MIB = 2**20
+
+
+def mib(value: int | None) -> str:
+    """Bytes as MiB text, or "n/a"."""
+    return "n/a" if value is None else f"{value / MIB:,.0f} MiB"
+
+
+def memory_frame(samples: list[Sample]) -> pd.DataFrame:
+    """Long-format frame for ``gr.LinePlot``: columns ``time`` (datetime), ``MiB``, ``series``.
+
+    Series: device memory used per GPU and the worker's NVML share when NVML works; the worker's
+    RSS and torch allocated/reserved; the web process's RSS.
+    """
+    rows = []
+    for s in samples:
+        t = datetime.datetime.fromtimestamp(s.time_s)
+        for g in s.gpus:
+            rows.append((t, g.used_bytes / MIB, f"GPU {g.index} used"))
+        if s.worker_gpu_bytes is not None:
+            rows.append((t, s.worker_gpu_bytes / MIB, "worker GPU (NVML)"))
+        if s.worker_allocated_bytes is not None:
+            rows.append((t, s.worker_allocated_bytes / MIB, "worker torch allocated"))
+        if s.worker_reserved_bytes is not None:
+            rows.append((t, s.worker_reserved_bytes / MIB, "worker torch reserved"))
+        if s.worker_rss_bytes is not None:
+            rows.append((t, s.worker_rss_bytes / MIB, "worker RSS"))
+        rows.append((t, s.web_rss_bytes / MIB, "web process RSS"))
+    return pd.DataFrame(rows, columns=["time", "MiB", "series"])
+
+
+def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None) -> str:
+    """The monitor panel's text. Contains no user-supplied text, so Markdown is safe here."""
+    lines = [f"**Worker:** {status['state']} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "
+             f"device `{status.get('device')}` · dtype `{status.get('dtype') or '-'}`",
+             f"**Queue:** {status['queue_depth']} waiting (limit {status['max_queue']}) · "
+             f"restarts {status['restarts']} · completed {status['completed']}"]
+    if sample is not None and sample.gpus:
+        for g in sample.gpus:
+            util = f"{g.utilization_gpu_pct}%" if g.utilization_gpu_pct is not None else "n/a"
+            lines.append(f"**GPU {g.index}** {g.name}: {mib(g.used_bytes)} / {mib(g.total_bytes)} used · "
+                         f"utilization {util}")
+        lines.append(f"**Worker GPU memory (NVML):** {mib(sample.worker_gpu_bytes)}")
+    else:
+        lines.append(f"**GPU:** not available ({nvml_error or 'no NVIDIA GPU'}); showing host memory instead.")
+    mem = status.get("memory") or {}
+    if mem.get("allocated_bytes") is not None:
+        lines.append(f"**torch:** allocated {mib(mem['allocated_bytes'])} · reserved {mib(mem.get('reserved_bytes'))}")
+    if sample is not None:
+        lines.append(f"**Worker RSS:** {mib(sample.worker_rss_bytes)} · **web process RSS:** {mib(sample.web_rss_bytes)}")
+    if status.get("last_error") and status["state"] not in ("ready", "busy"):
+        lines.append(f"**Last error:** {status['last_error']}")
+    return "  \n".join(lines)
+
+
+def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
+    """Summary of a restart: duration, pids, memory before/after."""
+    before = report.get("memory_before") or {}
+    after = report.get("memory_after") or {}
+    if report.get("error"):
+        return f"Restart failed after {report['duration_s']:.2f} s: {report['error']}"
+    parts = [f"Restarted in **{report['duration_s']:.2f} s** (until the model was loaded): "
+             f"pid {report['old_pid']} → {report['new_pid']}.",
+             f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
+    if before.get("allocated_bytes") is not None or after.get("allocated_bytes") is not None:
+        parts.append(f"torch reserved before {mib(before.get('reserved_bytes'))}, after {mib(after.get('reserved_bytes'))}.")
+    if old_pid_gpu_bytes is not None:
+        parts.append(f"Old worker's GPU memory now (NVML): {mib(old_pid_gpu_bytes)}.")
+    return " ".join(parts)

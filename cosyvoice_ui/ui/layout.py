@@ -1,0 +1,72 @@
+"""The page: a Generate column and a Monitor column, wired to :class:`~.handlers.Handlers`."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from .handlers import Handlers
+from .i18n import I18N
+
+SPEED_MIN, SPEED_MAX = 0.5, 2.0
+
+
+def build_blocks(handlers: Handlers) -> gr.Blocks:
+    """Build the Gradio Blocks. Event names (``api_name``) are the stable public API."""
+    caps = handlers.capabilities
+    settings = handlers.settings
+    with gr.Blocks(title="cosyvoice_ui") as demo:
+        gr.Markdown(I18N("title"), elem_id="title")
+        gr.Markdown(I18N("subtitle"))
+        with gr.Row():
+            with gr.Column(scale=3):
+                prompt_audio = gr.Audio(label=I18N("prompt_audio"), sources=["upload", "microphone"],
+                                        type="filepath", elem_id="prompt_audio")
+                prompt_text = gr.Textbox(label=I18N("prompt_text"), lines=1, elem_id="prompt_text")
+                text = gr.Textbox(label=I18N("text"), lines=3, elem_id="text",
+                                  placeholder="Hello! This voice was cloned from a short recording.")
+                with gr.Row():
+                    instruction = gr.Textbox(label=I18N("instruction"), placeholder=I18N("instruction_placeholder"),
+                                             scale=2, elem_id="instruction",
+                                             interactive=bool(caps.instruction_presets))
+                    presets = gr.Dropdown(label=I18N("presets"), choices=list(caps.instruction_presets),
+                                          value=None, scale=1, elem_id="presets",
+                                          visible=bool(caps.instruction_presets))
+                with gr.Row():
+                    speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label=I18N("speed"), elem_id="speed")
+                    seed = gr.Number(value=-1, precision=0, label=I18N("seed"), elem_id="seed")
+                generate = gr.Button(I18N("generate"), variant="primary", elem_id="generate")
+                output_audio = gr.Audio(label=I18N("output_audio"), type="numpy", format="wav",
+                                        interactive=False, elem_id="output_audio")
+                stats = gr.JSON(label=I18N("stats"), elem_id="stats")
+            with gr.Column(scale=2):
+                gr.Markdown(I18N("monitor"), elem_id="monitor_heading")
+                status_md = gr.Markdown(elem_id="monitor_status")
+                plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
+                                   height=260, elem_id="memory_plot")
+                restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
+                gr.Markdown(I18N("restart_help"))
+                restart_md = gr.Markdown(elem_id="restart_result")
+                status_json = gr.JSON(visible=False)
+
+        presets.change(lambda p: p or gr.skip(), inputs=presets, outputs=instruction,
+                       api_visibility="private", queue=False, show_progress="hidden")
+        # The synthesize event may wait inside the supervisor's bounded queue, so Gradio must
+        # let up to max_queue + 1 handlers wait there; the supervisor answers "busy" beyond that.
+        generate.click(handlers.synthesize,
+                       inputs=[text, prompt_audio, prompt_text, instruction, speed, seed],
+                       outputs=[output_audio, stats], api_name="synthesize",
+                       concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize")
+        restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private",
+                      concurrency_limit=4, concurrency_id="restart")
+        # API-only endpoints with stable names.
+        gr.Button(visible=False).click(handlers.restart, outputs=status_json, api_name="restart",
+                                       concurrency_limit=4, concurrency_id="restart")
+        gr.Button(visible=False).click(handlers.status, outputs=status_json, api_name="status",
+                                       queue=False)
+        timer = gr.Timer(settings.monitor_interval_s)
+        # queue=False: the monitor must never wait behind synthesis in Gradio's queue.
+        timer.tick(handlers.refresh_monitor, outputs=[status_md, plot], queue=False,
+                   show_progress="hidden", api_visibility="private")
+        demo.load(handlers.refresh_monitor, outputs=[status_md, plot], queue=False,
+                  show_progress="hidden", api_visibility="private")
+    return demo

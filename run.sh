@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ./run.sh [flags]   install on first use, then serve on 127.0.0.1:7860 (flags go to app.py)
+# ./run.sh setup     only install
+# ./run.sh test      install test requirements and run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=.venv
+PY="$VENV/bin/python"
+PYTHON=${PYTHON:-python3}
+
+# Installs again only when a requirements file changed since the last successful install.
+install() {
+  local stamp="$VENV/.installed-$1" files=("${@:2}")
+  [ -x "$PY" ] || "$PYTHON" -m venv "$VENV"
+  local sum
+  sum=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then
+    return 0
+  fi
+  echo "Installing ${files[*]} into $VENV (first run takes a few minutes: torch is large) ..."
+  "$PY" -m pip install --disable-pip-version-check -q --upgrade pip >/dev/null
+  "$PY" -m pip install --disable-pip-version-check -q -r "${files[@]: -1}"
+  echo "$sum" > "$stamp"
+}
+
+case "${1:-}" in
+  setup)
+    install app requirements.txt
+    ;;
+  test)
+    shift
+    install test requirements.txt requirements-test.txt
+    exec "$PY" -m pytest "$@"
+    ;;
+  *)
+    install app requirements.txt
+    DMON_PID=""
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      mkdir -p logs
+      # nvidia-smi's own log beside the app's NVML samples; stopped when the app exits.
+      nvidia-smi dmon -s um -o DT -f "logs/nvidia-smi-dmon.log" >/dev/null 2>&1 &
+      DMON_PID=$!
+    fi
+    cleanup() { [ -n "$DMON_PID" ] && kill "$DMON_PID" 2>/dev/null || true; }
+    trap cleanup EXIT
+    trap 'cleanup; exit 130' INT
+    trap 'cleanup; exit 143' TERM
+    # Not exec: the trap must outlive python to stop nvidia-smi dmon.
+    "$PY" app.py "$@" &
+    APP_PID=$!
+    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID; cleanup; exit 143' TERM
+    trap 'kill -INT $APP_PID 2>/dev/null; wait $APP_PID; cleanup; exit 130' INT
+    wait $APP_PID
+    ;;
+esac

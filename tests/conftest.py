@@ -1,0 +1,90 @@
+"""Shared fixtures: the real prompts in ../shared/prompts and a running app on a free port."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS_DIR = Path(os.environ.get("COSYVOICE_UI_PROMPTS", ROOT.parent / "shared" / "prompts"))
+
+
+def load_manifest() -> list[dict]:
+    path = PROMPTS_DIR / "manifest.json"
+    if not path.is_file():
+        pytest.skip(f"the real prompts are missing: {path} not found (they live in ../shared/prompts)")
+    return json.loads(path.read_text())
+
+
+def prompt_files() -> list[Path]:
+    path = PROMPTS_DIR / "manifest.json"
+    if not path.is_file():
+        return []
+    return [PROMPTS_DIR / e["file"] for e in json.loads(path.read_text())]
+
+
+@pytest.fixture(scope="session")
+def manifest() -> list[dict]:
+    return load_manifest()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningApp:
+    """``python app.py`` in a subprocess on a free port, as a user would start it."""
+
+    def __init__(self, *flags: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.log_path = ROOT / ".pytest_cache" / f"app-{self.port}.log"
+        self.log_path.parent.mkdir(exist_ok=True)
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "app.py"), "--port", str(self.port), "--device", "cpu", *flags],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def wait_healthy(self, timeout_s: float = 120.0) -> dict:
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "healthz", timeout=2) as r:
+                    return json.loads(r.read())
+            except Exception as e:  # not up yet, or 503 while loading
+                last = e
+            time.sleep(0.3)
+        raise TimeoutError(f"app not healthy after {timeout_s} s ({last}):\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def app_server():
+    app = RunningApp()
+    try:
+        app.wait_healthy()
+        yield app
+    finally:
+        app.stop()

@@ -1,0 +1,61 @@
+"""Engines that misbehave on purpose, to test the supervisor with real processes.
+
+Loaded in the worker with ``--engine tests.fault_engines:FaultEngine``. The text decides what
+happens, so one running worker can exercise every path:
+
+- ``"crash"`` anywhere in the text: the worker SIGKILLs itself (a segfault or OOM kill looks the
+  same to the supervisor);
+- ``"crash-once"``: SIGKILL only if this worker has not crashed on it before - a marker file
+  under $FAULT_ENGINE_DIR remembers it, so the retry on a new worker succeeds;
+- ``"sleep:S"``: sleep S seconds first (a slow request);
+- ``"hang"``: never return;
+- ``"invalid"``: raise ValueError (the engine refuses the request);
+- ``"oom"``: raise MemoryError.
+Otherwise: a 220 Hz tone of 0.1 s per character at 16 kHz.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+import numpy as np
+
+from cosyvoice_ui.engines.base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
+
+
+class FaultEngine(Engine):
+    capabilities = Capabilities(name="fault", languages=("en",), prompt_audio_required=False,
+                                uses_prompt_text=False, instruction_presets=(), devices=("cpu",),
+                                fp16=False, seed=False)
+
+    def load(self, device: str, fp16: bool) -> dict:
+        delay = float(os.environ.get("FAULT_ENGINE_LOAD_S", "0"))
+        time.sleep(delay)
+        return {"device": "cpu", "dtype": "float32"}
+
+    def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
+        text = request.text
+        m = re.search(r"sleep:([0-9.]+)", text)
+        if m:
+            time.sleep(float(m.group(1)))
+        if "crash-once" in text:
+            marker = os.path.join(os.environ["FAULT_ENGINE_DIR"], "crashed-" + re.sub(r"\W", "_", text)[:80])
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+        elif "crash" in text:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if "hang" in text:
+            while True:
+                time.sleep(1)
+        if "invalid" in text:
+            raise ValueError("The fault engine refuses this text.")
+        if "oom" in text:
+            raise MemoryError("fault engine: simulated out of memory")
+        sr = 16000
+        t = np.arange(int(0.1 * sr * len(text))) / sr
+        return SynthesisOutput(audio=(0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), sample_rate_hz=sr,
+                               details={"pid": os.getpid()})

@@ -1,0 +1,124 @@
+"""Prompt audio decoding and checks, on the real prompts and variants made from them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from cosyvoice_ui.errors import InputError
+from cosyvoice_ui.inputs.prompt_audio import PROMPT_SAMPLE_RATE_HZ, load_prompt_audio
+
+from . import audio_corpus
+from .conftest import PROMPTS_DIR, prompt_files
+
+
+@pytest.mark.parametrize("path", prompt_files(), ids=lambda p: p.name)
+def test_every_real_prompt_decodes(path, manifest):
+    entry = next(e for e in manifest if e["file"] == path.name)
+    prompt = load_prompt_audio(str(path))
+    assert prompt.sample_rate_hz == PROMPT_SAMPLE_RATE_HZ
+    assert prompt.samples.dtype == np.float32 and prompt.samples.ndim == 1
+    assert prompt.source_sample_rate_hz == entry["sample_rate"]
+    # Trimming removes silence only: at most a couple of seconds, never speech.
+    assert entry["seconds"] - 3.0 < prompt.seconds <= entry["seconds"] + 0.01
+    assert np.sqrt(np.mean(prompt.samples ** 2)) > 0.005
+
+
+@pytest.fixture(scope="module")
+def speech():
+    return audio_corpus.read(PROMPTS_DIR / "f5_basic_ref_en.wav")
+
+
+@pytest.mark.parametrize("maker", [audio_corpus.webm_opus, audio_corpus.ogg_opus, audio_corpus.mp3,
+                                   audio_corpus.m4a_aac], ids=lambda f: f.__name__)
+def test_browser_and_phone_formats_decode(maker, speech, tmp_path):
+    samples, sr = speech
+    path = maker(samples, sr, tmp_path)
+    prompt = load_prompt_audio(str(path))
+    assert 4.0 < prompt.seconds < 6.0
+
+
+def test_stereo_is_mixed_to_mono(speech, tmp_path):
+    samples, sr = speech
+    path = tmp_path / "stereo.wav"
+    sf.write(path, np.stack([samples, 0.5 * samples], axis=1), sr)
+    prompt = load_prompt_audio(str(path))
+    assert prompt.source_channels == 2 and prompt.samples.ndim == 1
+
+
+def test_24bit_96k_is_accepted(speech, tmp_path):
+    samples, sr = speech
+    path = tmp_path / "hires.wav"
+    sf.write(path, np.repeat(samples, 4)[: len(samples) * 4], 96000, subtype="PCM_24")
+    assert load_prompt_audio(str(path)).source_sample_rate_hz == 96000
+
+
+def _refused(path, *words):
+    with pytest.raises(InputError) as e:
+        load_prompt_audio(str(path))
+    message = str(e.value)
+    for w in words:
+        assert w in message, message
+    return message
+
+
+def test_empty_file(tmp_path):
+    (tmp_path / "empty.wav").write_bytes(b"")
+    _refused(tmp_path / "empty.wav", "empty")
+
+
+def test_text_renamed_to_wav(tmp_path):
+    (tmp_path / "notes.wav").write_text("this is not audio at all\n" * 20)
+    _refused(tmp_path / "notes.wav", "could not be decoded", "WAV")
+
+
+def test_truncated_header(tmp_path):
+    data = (PROMPTS_DIR / "f5_basic_ref_en.wav").read_bytes()[:30]
+    (tmp_path / "cut.wav").write_bytes(data)
+    _refused(tmp_path / "cut.wav", "could not be decoded")
+
+
+def test_all_nan(tmp_path):
+    sf.write(tmp_path / "nan.wav", np.full(48000, np.nan, dtype=np.float32), 24000, subtype="FLOAT")
+    _refused(tmp_path / "nan.wav", "NaN")
+
+
+def test_all_zero_is_silent(tmp_path):
+    sf.write(tmp_path / "zero.wav", np.zeros(72000, dtype=np.float32), 24000)
+    _refused(tmp_path / "zero.wav", "silent")
+
+
+def test_too_short_after_trim(speech, tmp_path):
+    samples, sr = speech
+    clip = np.concatenate([np.zeros(sr), samples[sr: sr + int(0.3 * sr)], np.zeros(sr)])
+    sf.write(tmp_path / "short.wav", clip, sr)
+    _refused(tmp_path / "short.wav", "at least 1 s")
+
+
+def test_short_prompt_gets_a_hint(speech, tmp_path):
+    samples, sr = speech
+    sf.write(tmp_path / "two.wav", samples[: int(2.2 * sr)], sr)
+    prompt = load_prompt_audio(str(tmp_path / "two.wav"))
+    assert any("3-10 s" in n for n in prompt.notes)
+
+
+def test_too_long(speech, tmp_path):
+    samples, sr = speech
+    sf.write(tmp_path / "long.wav", np.tile(samples, 9)[: 45 * sr], sr)
+    _refused(tmp_path / "long.wav", "30 s")
+
+
+def test_8khz_is_refused_with_what_works(speech, tmp_path):
+    samples, sr = speech
+    sf.write(tmp_path / "phone.wav", samples[::3], 8000)
+    _refused(tmp_path / "phone.wav", "8000 Hz", "16 kHz")
+
+
+def test_leading_and_trailing_silence_trimmed(speech, tmp_path):
+    samples, sr = speech
+    padded = np.concatenate([np.zeros(3 * sr, dtype=np.float32), samples, np.zeros(3 * sr, dtype=np.float32)])
+    sf.write(tmp_path / "padded.wav", padded, sr)
+    prompt = load_prompt_audio(str(tmp_path / "padded.wav"))
+    assert prompt.trimmed_s >= 5.5
+    assert prompt.seconds < len(samples) / sr + 0.2

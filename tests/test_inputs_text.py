@@ -1,0 +1,49 @@
+import pytest
+
+from cosyvoice_ui.errors import InputError
+from cosyvoice_ui.inputs.text import detect_languages, validate_text
+
+
+def test_plain_english_passes_and_is_cleaned():
+    assert validate_text("  Hello,\n world!\t ", 200, ("en",)) == "Hello, world!"
+
+
+@pytest.mark.parametrize("text", [None, "", "   ", "\n\t  \r\n"])
+def test_empty_or_whitespace_is_refused(text):
+    with pytest.raises(InputError, match="empty"):
+        validate_text(text, 200)
+
+
+def test_over_limit_names_length_and_limit():
+    with pytest.raises(InputError) as e:
+        validate_text("a" * 201, 200)
+    assert "201" in str(e.value) and "200" in str(e.value)
+
+
+def test_exactly_at_limit_passes():
+    assert len(validate_text("b" * 200, 200)) == 200
+
+
+@pytest.mark.parametrize("text", ["!!!???", "... --- ...", "😀😀🎉"])
+def test_punctuation_or_emoji_only_is_refused(text):
+    with pytest.raises(InputError, match="no letters"):
+        validate_text(text, 200)
+
+
+def test_control_characters_are_removed():
+    assert validate_text("Hel\x00lo\x1b[31m there\u202e", 200) == "Hello[31m there"
+
+
+def test_chinese_for_english_engine_names_supported_language():
+    with pytest.raises(InputError) as e:
+        validate_text("今天天气很好", 200, ("en",))
+    assert "English" in str(e.value) and "Chinese" in str(e.value)
+
+
+def test_mixed_scripts_detected():
+    counts = detect_languages("Hello 世界 Привет")
+    assert counts["en"] == 5 and counts["zh"] == 2 and counts["ru"] == 6
+
+
+def test_numbers_and_units_pass_for_english():
+    assert validate_text("It costs $5.99 for 3 kg at 20°C.", 200, ("en",))

@@ -1,0 +1,47 @@
+import pytest
+
+from cosyvoice_ui.engines.embedded.prosody import PRESETS, STYLES, parse_instruction
+
+
+@pytest.mark.parametrize("instruction,style", [
+    ("happy", "happy"), ("speak happily", "happy"), ("开心", "happy"), ("用高兴的语气说", "happy"),
+    ("sad", "sad"), ("用悲伤的语气", "sad"), ("难过", "sad"),
+    ("angry", "angry"), ("生气", "angry"), ("愤怒地说", "angry"),
+    ("calm", "calm"), ("平静地说", "calm"),
+    ("whisper", "whisper"), ("耳语", "whisper"), ("悄悄地说", "whisper"),
+    ("fast", "fast"), ("快一点", "fast"), ("slow", "slow"), ("慢一点", "slow"),
+    ("loud", "loud"), ("大声", "loud"), ("soft", "soft"), ("小声", "soft"),
+])
+def test_required_vocabulary(instruction, style):
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == (style,), parsed
+    assert parsed.unrecognized == ()
+
+
+def test_happy_in_chinese_is_not_fast():
+    # 快乐 contains 快 (fast): the longer phrase must win.
+    assert parse_instruction("快乐").styles == ("happy",)
+
+
+def test_combined_styles_combine_prosody():
+    parsed = parse_instruction("happy and fast")
+    assert parsed.styles == ("happy", "fast")
+    assert parsed.prosody.length_scale == pytest.approx(STYLES["happy"].length_scale * STYLES["fast"].length_scale)
+
+
+def test_unknown_words_are_reported_not_dropped():
+    parsed = parse_instruction("sarcastic but happy")
+    assert parsed.styles == ("happy",)
+    assert parsed.unrecognized == ("sarcastic",)
+    assert parse_instruction("用四川话说").unrecognized  # a dialect the embedded engine cannot do
+
+
+def test_empty_instruction_is_neutral():
+    parsed = parse_instruction("")
+    assert parsed.styles == () and parsed.unrecognized == () and parsed.prosody == STYLES["fast"].__class__()
+
+
+def test_every_preset_is_understood():
+    for preset in PRESETS:
+        parsed = parse_instruction(preset)
+        assert parsed.styles and not parsed.unrecognized, preset

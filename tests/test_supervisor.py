@@ -1,0 +1,192 @@
+"""The supervisor with real spawned workers: crash survival, retries, deadlines, restart, queue."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+
+from cosyvoice_ui.engines.base import SynthesisRequest
+from cosyvoice_ui.errors import BusyError, RequestTimedOut, SynthesisFailed
+from cosyvoice_ui.worker.supervisor import Supervisor
+
+FAULT = "tests.fault_engines:FaultEngine"
+
+
+@pytest.fixture
+def fault_supervisor(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, max_queue=3, request_timeout_s=20, restart_grace_s=5,
+                     start_timeout_s=60, heartbeat_interval_s=0.2).start()
+    assert sup.wait_ready(60), sup.status()
+    yield sup
+    sup.stop(grace_s=2)
+
+
+@pytest.fixture(scope="module")
+def embedded_supervisor():
+    sup = Supervisor("embedded", "cpu", False, max_queue=8, request_timeout_s=120, restart_grace_s=10).start()
+    assert sup.wait_ready(120), sup.status()
+    yield sup
+    sup.stop()
+
+
+def test_worker_is_spawned_not_forked(embedded_supervisor):
+    cmdline = " ".join(psutil.Process(embedded_supervisor.worker_pid).cmdline())
+    assert "multiprocessing.spawn" in cmdline, cmdline
+
+
+def test_web_process_never_initializes_cuda(embedded_supervisor):
+    embedded_supervisor.synthesize(SynthesisRequest(text="Checking the parent process."))
+    import sys
+
+    torch = sys.modules.get("torch")
+    assert torch is None or not torch.cuda.is_initialized()
+
+
+def test_sigkill_mid_request_still_completes(embedded_supervisor):
+    old_pid = embedded_supervisor.worker_pid
+    text = ("This sentence is long enough that the worker is still busy with it when it is killed, "
+            "and it has to be run again on a fresh worker.")
+    future = embedded_supervisor.submit(SynthesisRequest(text=text))
+    deadline = time.monotonic() + 10
+    while embedded_supervisor.status()["in_flight"] is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    os.kill(old_pid, signal.SIGKILL)
+    output, stats = future.result(timeout=120)
+    assert stats.pid != old_pid
+    assert stats.audio_s > 3.0
+    assert embedded_supervisor.status()["restarts_by_reason"].get("crash", 0) >= 1
+
+
+def test_crash_is_noticed_within_two_seconds(fault_supervisor):
+    pid = fault_supervisor.worker_pid
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:
+        s = fault_supervisor.status()
+        if s["restarts_by_reason"].get("crash") or s["pid"] != pid:
+            break
+        time.sleep(0.02)
+    assert time.monotonic() - t0 < 2.0
+    assert fault_supervisor.wait_ready(30)
+    assert fault_supervisor.worker_pid != pid
+
+
+def test_request_that_crashes_once_is_retried_once(fault_supervisor):
+    output, stats = fault_supervisor.synthesize(SynthesisRequest(text="crash-once please"))
+    assert len(output.audio) > 0
+    assert fault_supervisor.status()["restarts_by_reason"]["crash"] == 1
+
+
+def test_request_that_kills_twice_fails_clearly_and_others_still_work(fault_supervisor):
+    with pytest.raises(SynthesisFailed, match="stopped the worker 2 times"):
+        fault_supervisor.synthesize(SynthesisRequest(text="crash every time"))
+    assert fault_supervisor.status()["restarts_by_reason"]["crash"] == 2
+    output, _ = fault_supervisor.synthesize(SynthesisRequest(text="fine"))
+    assert len(output.audio) == 6400
+
+
+def test_engine_errors_keep_worker(fault_supervisor):
+    pid = fault_supervisor.worker_pid
+    with pytest.raises(SynthesisFailed, match="refuses"):
+        fault_supervisor.synthesize(SynthesisRequest(text="invalid"))
+    with pytest.raises(SynthesisFailed, match="Out of memory"):
+        fault_supervisor.synthesize(SynthesisRequest(text="oom"))
+    fault_supervisor.synthesize(SynthesisRequest(text="ok"))
+    assert fault_supervisor.worker_pid == pid
+
+
+def test_deadline_restarts_a_hung_worker(fault_supervisor):
+    pid = fault_supervisor.worker_pid
+    t0 = time.monotonic()
+    with pytest.raises(RequestTimedOut, match="deadline"):
+        fault_supervisor.synthesize(SynthesisRequest(text="hang"), timeout_s=1.5)
+    assert time.monotonic() - t0 < 10
+    assert fault_supervisor.wait_ready(30)
+    assert fault_supervisor.worker_pid != pid
+    fault_supervisor.synthesize(SynthesisRequest(text="after the timeout"))
+
+
+def test_full_queue_answers_busy_at_once(fault_supervisor):
+    running = fault_supervisor.submit(SynthesisRequest(text="sleep:2 first"))
+    while fault_supervisor.status()["in_flight"] is None:
+        time.sleep(0.01)
+    waiting = [fault_supervisor.submit(SynthesisRequest(text=f"queued {i}")) for i in range(3)]
+    t0 = time.monotonic()
+    with pytest.raises(BusyError, match="busy"):
+        fault_supervisor.submit(SynthesisRequest(text="one too many"))
+    assert time.monotonic() - t0 < 0.5
+    for f in [running, *waiting]:
+        f.result(timeout=30)
+
+
+def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor):
+    first = fault_supervisor.submit(SynthesisRequest(text="sleep:1 running during restart"))
+    while fault_supervisor.status()["in_flight"] is None:
+        time.sleep(0.01)
+    old_pid = fault_supervisor.worker_pid
+    restart = fault_supervisor.restart(wait=False)
+    queued = [fault_supervisor.submit(SynthesisRequest(text=f"arrived during restart {i}")) for i in range(3)]
+    report = restart.result(timeout=60)
+    out, stats = first.result(timeout=5)
+    assert stats.pid == old_pid  # it finished on the old worker, within the grace period
+    assert report.old_pid == old_pid and report.new_pid not in (None, old_pid)
+    assert all(f.result(timeout=30)[1].pid == report.new_pid for f in queued)
+
+
+def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=0.5, heartbeat_interval_s=0.2).start()
+    try:
+        assert sup.wait_ready(60)
+        (tmp_path / "flag").write_text("")
+        f = sup.submit(SynthesisRequest(text="sleep:3 long one"))
+        while sup.status()["in_flight"] is None:
+            time.sleep(0.01)
+        old = sup.worker_pid
+        report = sup.restart()
+        assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
+        out, stats = f.result(timeout=30)
+        assert stats.pid == report.new_pid
+    finally:
+        sup.stop(grace_s=1)
+
+
+def test_five_restarts_new_pids_and_flat_web_memory(embedded_supervisor):
+    embedded_supervisor.synthesize(SynthesisRequest(text="Warm up before measuring."))
+    me = psutil.Process()
+    rss_before = me.memory_info().rss
+    pids = {embedded_supervisor.worker_pid}
+    for _ in range(5):
+        report = embedded_supervisor.restart()
+        assert report.error is None
+        assert report.new_pid not in pids
+        assert not psutil.pid_exists(report.old_pid) or psutil.Process(report.old_pid).status() == psutil.STATUS_ZOMBIE
+        pids.add(report.new_pid)
+        embedded_supervisor.synthesize(SynthesisRequest(text="Still speaking after a restart."))
+    growth = me.memory_info().rss - rss_before
+    assert growth < 20 * 2**20, f"web process grew {growth / 2**20:.1f} MiB over 5 restarts"
+    children = [c for c in me.children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE
+                and "multiprocessing.spawn" in " ".join(c.cmdline())]
+    worker_pids = {c.pid for c in children} - {embedded_supervisor.worker_pid}
+    # Only the current worker (and this session's other supervisors) may be alive.
+    assert not (worker_pids & pids), "an old worker is still running"
+
+
+def test_load_failure_is_reported_not_looped(tmp_path):
+    sup = Supervisor("tests.fault_engines:NoSuchEngine", "cpu", False).start()
+    try:
+        assert not sup.wait_ready(60)
+        status = sup.status()
+        assert status["state"] == "failed"
+        assert "NoSuchEngine" in status["last_error"]
+        with pytest.raises(SynthesisFailed, match="could not be loaded"):
+            sup.submit(SynthesisRequest(text="hello")).result(timeout=10)
+    finally:
+        sup.stop(grace_s=1)
