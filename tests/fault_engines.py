@@ -59,3 +59,15 @@ class FaultEngine(Engine):
         t = np.arange(int(0.1 * sr * len(text))) / sr
         return SynthesisOutput(audio=(0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), sample_rate_hz=sr,
                                details={"pid": os.getpid()})
+
+
+class CudaAllocEngine(FaultEngine):
+    """Holds ``CUDA_ALLOC_MB`` (default 256) MiB of tensors on the GPU after load, so a test can see
+    the worker's memory in NVML and see it vanish when the worker is replaced."""
+
+    def load(self, device: str, fp16: bool) -> dict:
+        import torch
+
+        mb = int(os.environ.get("CUDA_ALLOC_MB", "256"))
+        self._block = torch.empty(mb * 2**20, dtype=torch.uint8, device=device)
+        return {"device": device, "dtype": "uint8"}

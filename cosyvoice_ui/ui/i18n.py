@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 EN = {
-    "title": "Voice cloning text-to-speech",
+    "title": "# Voice cloning text-to-speech",
     "subtitle": "Upload or record a 3-10 s voice prompt, type a sentence, and hear it in that voice.",
     "generate_tab": "Generate",
     "prompt_audio": "Prompt audio (3-10 s of the voice to clone)",
@@ -19,14 +19,14 @@ EN = {
     "generate": "Generate",
     "output_audio": "Result",
     "stats": "Stats",
-    "monitor": "GPU memory monitor",
+    "monitor": "### GPU memory monitor",
     "restart": "Restart application",
     "restart_help": "Ends the model process and starts a new one: all of its memory goes back to the system. Queued requests wait; none is lost.",
     "restart_result": "Last restart",
     "memory_plot": "Memory over the last 10 minutes (MiB)",
 }
 ZH = {
-    "title": "声音克隆语音合成",
+    "title": "# 声音克隆语音合成",
     "subtitle": "上传或录制 3-10 秒的参考语音，输入文字，即可用该声音朗读。",
     "generate_tab": "生成",
     "prompt_audio": "参考音频（要克隆的声音，3-10 秒）",
@@ -40,7 +40,7 @@ ZH = {
     "generate": "生成",
     "output_audio": "合成结果",
     "stats": "统计",
-    "monitor": "显存监控",
+    "monitor": "### 显存监控",
     "restart": "重启应用",
     "restart_help": "结束模型进程并启动新进程，其占用的内存全部归还系统。排队中的请求会等待，不会丢失。",
     "restart_result": "上次重启",

@@ -42,7 +42,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 gr.Markdown(I18N("monitor"), elem_id="monitor_heading")
                 status_md = gr.Markdown(elem_id="monitor_status")
                 plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
-                                   height=260, elem_id="memory_plot")
+                                   height=320, elem_id="memory_plot")
                 restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")

@@ -1,0 +1,125 @@
+"""The page in a real browser (Debian's Chromium driven by Playwright), as a person uses it.
+
+Screenshots of each step go to tests/e2e/artifacts/ (ignored by git).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ..conftest import PROMPTS_DIR, RunningApp
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM),
+                                reason=f"Chromium not found at {CHROMIUM} (.ci/run installs Debian's chromium)")
+
+
+@pytest.fixture(scope="module")
+def app():
+    app = RunningApp()
+    try:
+        app.wait_healthy()
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+def _page(browser, app, locale="en-US"):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100}, locale=locale)
+    page.goto(app.url)
+    page.wait_for_selector("#generate")
+    return page
+
+
+def _shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _stats_text(page):
+    return page.locator("#stats").inner_text()
+
+
+def test_upload_preset_generate_restart(browser, app):
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_female.wav"))
+    page.locator("#text textarea").fill("Hello from a real browser. The voice should follow the prompt.")
+    page.locator("#presets input").click()
+    page.get_by_role("option", name="happy", exact=True).click()
+    page.wait_for_function("document.querySelector('#instruction textarea').value === 'happy'")
+    _shot(page, "01-filled")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    _shot(page, "02-generated")
+    stats = _stats_text(page)
+    audio_s = float(re.search(r'audio_s\W*([0-9.]+)', stats).group(1))
+    assert 2.0 < audio_s < 8.0
+    assert 'happy' in stats
+    old_pid = re.search(r"pid (\d+)", page.locator("#monitor_status").inner_text()).group(1)
+
+    page.locator("#restart").click()
+    page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Restarted in')",
+                           timeout=120_000)
+    result = page.locator("#restart_result").inner_text()
+    assert f"pid {old_pid} → " in result
+    new_pid = re.search(r"→ (\d+)", result).group(1)
+    assert new_pid != old_pid
+    page.wait_for_function(f"document.querySelector('#monitor_status').innerText.includes('ready · pid {new_pid}')",
+                           timeout=10_000)
+    _shot(page, "03-restarted")
+    page.locator("#generate").click()
+    page.wait_for_function(f"document.querySelector('#stats').innerText.includes('{new_pid}')",
+                           timeout=90_000)
+    _shot(page, "04-generated-again")
+
+
+def test_invalid_upload_shows_readable_error_and_page_still_works(browser, app, tmp_path):
+    page = _page(browser, app)
+    bad = tmp_path / "notes.wav"
+    bad.write_text("this is a text file, not a recording\n" * 30)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(bad))
+    page.locator("#text textarea").fill("This should not be spoken.")
+    page.locator("#generate").click()
+    error = page.get_by_text(re.compile("could not be decoded|Upload a WAV"))
+    error.first.wait_for(timeout=30_000)
+    _shot(page, "05-invalid-upload")
+    page.locator("#prompt_audio button[aria-label='Clear']").first.click()
+    page.locator("#text textarea").fill("The page still works after a bad upload.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+
+
+def test_chinese_interface_follows_browser_language(browser, app):
+    page = _page(browser, app, locale="zh-CN")
+    page.get_by_text("重启应用").first.wait_for(timeout=10_000)
+    assert page.locator("#generate").inner_text().strip() == "生成"
+    _shot(page, "06-zh-CN")
+
+
+def test_memory_panel_updates_during_synthesis(browser, app):
+    page = _page(browser, app)
+    page.locator("#text textarea").fill("A sentence long enough to keep the worker busy for a moment while the panel ticks. " * 2)
+    seen = set()
+    page.locator("#generate").click()
+    for _ in range(12):
+        seen.add(page.locator("#monitor_status").inner_text())
+        page.wait_for_timeout(400)
+    assert len(seen) >= 2, seen

@@ -1,0 +1,98 @@
+"""The app as users reach it: started like ./run.sh does, called through gradio_client and HTTP."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+import soundfile as sf
+from gradio_client import Client, handle_file
+
+from .conftest import prompt_files
+
+TEXT = "Some call me nature, others call me mother nature."
+
+
+@pytest.fixture(scope="module")
+def client(app_server):
+    return Client(app_server.url, verbose=False)
+
+
+def _get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_healthz_ready(app_server):
+    status, body = _get(app_server.url + "healthz")
+    data = json.loads(body)
+    assert status == 200 and data["state"] == "ready" and data["pid"]
+    assert data["device"] == "cpu"
+
+
+@pytest.mark.parametrize("path", prompt_files(), ids=lambda p: p.name)
+def test_every_prompt_through_gradio_client(client, path):
+    audio_path, stats = client.predict(text=TEXT, prompt_audio=handle_file(str(path)), api_name="/synthesize")
+    audio, sr = sf.read(audio_path)
+    assert sr == stats["sample_rate_hz"] == 22050
+    assert abs(len(audio) / sr - stats["audio_s"]) < 0.05
+    assert 2.0 < stats["audio_s"] < 8.0
+    assert np.sqrt(np.mean(audio ** 2)) > 0.02
+    for key in ("synthesis_s", "real_time_factor", "peak_memory_bytes", "worker_pid", "notes"):
+        assert key in stats
+    assert stats["peak_memory_bytes"] > 10 * 2**20
+    assert stats["prompt_s"] > 1.0
+
+
+def test_instruction_and_ignored_parts_are_reported(client):
+    _, stats = client.predict(text="Good morning to you all.", instruction="whisper like a pirate",
+                              api_name="/synthesize")
+    assert stats["details"]["styles"] == ["whisper"]
+    assert any("pirate" in n for n in stats["notes"])
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"text": "   "}, "empty"),
+    ({"text": "x" * 201}, "limit is 200"),
+    ({"text": "你好，世界"}, "English only"),
+    ({"text": "Hello", "speed": 3.0}, "maximum value 2.0"),  # Gradio's slider checks it
+])
+def test_bad_input_gets_clear_message_and_server_keeps_working(client, kwargs, fragment):
+    with pytest.raises(Exception) as e:
+        client.predict(api_name="/synthesize", **kwargs)
+    assert fragment in str(e.value)
+    _, stats = client.predict(text="Still working.", api_name="/synthesize")
+    assert stats["audio_s"] > 0.5
+
+
+def test_bad_prompt_file_is_refused_clearly(client, tmp_path):
+    bad = tmp_path / "bad.wav"
+    bad.write_text("not audio\n" * 50)
+    with pytest.raises(Exception, match="could not be decoded"):
+        client.predict(text="Hello there.", prompt_audio=handle_file(str(bad)), api_name="/synthesize")
+
+
+def test_status_and_restart_api(client, app_server):
+    before = client.predict(api_name="/status")
+    assert before["state"] == "ready" and "nvml_error" in before
+    report = client.predict(api_name="/restart")
+    assert report["old_pid"] == before["pid"] and report["new_pid"] != before["pid"]
+    assert report["duration_s"] > 0 and report["error"] is None
+    after = client.predict(api_name="/status")
+    assert after["pid"] == report["new_pid"] and after["restarts"] == before["restarts"] + 1
+    status, _ = _get(app_server.url + "healthz")
+    assert status == 200
+
+
+def test_page_carries_english_and_chinese_strings(app_server):
+    status, body = _get(app_server.url + "config")
+    config = json.loads(body)
+    translations = config.get("i18n_translations") or {}
+    assert "zh" in translations and translations["zh"]["restart"] == "重启应用"
+    assert translations["en"]["restart"] == "Restart application"
