@@ -29,7 +29,8 @@ class Settings:
     engine: str = "embedded"
     device: str = "auto"  # auto | cpu | cuda | cuda:N, resolved inside the worker only
     fp16: bool = True  # used on CUDA by engines that support it
-    max_text_chars: int = 200
+    max_text_chars: int = 2000
+    max_segment_chars: int = 200
     max_queue: int = 16
     request_timeout_s: float = 120.0
     restart_grace_s: float = 30.0  # how long Restart lets an in-flight request finish
@@ -70,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16)),
                    help="half precision on CUDA where the engine supports it (default on)")
     p.add_argument("--no-fp16", dest="fp16", action="store_false")
-    p.add_argument("--max-text-chars", type=int, default=int(_env("max_text_chars", d.max_text_chars)))
+    p.add_argument("--max-text-chars", type=int, default=int(_env("max_text_chars", d.max_text_chars)),
+                   help="longest text accepted, in characters")
+    p.add_argument("--max-segment-chars", type=int, default=int(_env("max_segment_chars", d.max_segment_chars)),
+                   help="longer texts are split at sentence and clause boundaries into segments of at most this")
     p.add_argument("--max-queue", type=int, default=int(_env("max_queue", d.max_queue)),
                    help="requests waiting for the worker before new ones get an immediate 'busy' answer")
     p.add_argument("--request-timeout", dest="request_timeout_s", type=float,
@@ -106,7 +110,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     values = vars(ns)
     if not _DEVICE_RE.match(values["device"]):
         parser.error(f"--device {values['device']!r}: use auto, cpu, cuda or cuda:N (for example cuda:1)")
-    for name in ("max_text_chars", "max_queue"):
+    for name in ("max_text_chars", "max_segment_chars", "max_queue"):
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):

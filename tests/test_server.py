@@ -59,7 +59,7 @@ def test_instruction_and_ignored_parts_are_reported(client):
 
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"text": "   "}, "empty"),
-    ({"text": "x" * 201}, "limit is 200"),
+    ({"text": "x" * 2001}, "limit is 2000"),
     ({"text": "你好，世界"}, "English only"),
     ({"text": "Hello", "speed": 3.0}, "maximum value 2.0"),  # Gradio's slider checks it
 ])

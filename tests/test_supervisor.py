@@ -190,3 +190,24 @@ def test_load_failure_is_reported_not_looped(tmp_path):
             sup.submit(SynthesisRequest(text="hello")).result(timeout=10)
     finally:
         sup.stop(grace_s=1)
+
+
+LONG_TEXT = ("It was a bright cold day in April, and the clocks were striking thirteen. "
+             "Winston Smith, his chin nuzzled into his breast in an effort to escape the vile wind, "
+             "slipped quickly through the glass doors of Victory Mansions, though not quickly enough "
+             "to prevent a swirl of gritty dust from entering along with him. ") * 8
+
+
+def test_long_text_is_synthesized_segment_by_segment(embedded_supervisor):
+    from cosyvoice_ui.inputs.segments import split_text
+
+    text = LONG_TEXT[:2000].rsplit(" ", 1)[0] + "."
+    segments = tuple(split_text(text, 200))
+    assert len(segments) >= 10
+    seen = []
+    output, stats = embedded_supervisor.synthesize(
+        SynthesisRequest(text=text, segments=segments), on_progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(i + 1, len(segments)) for i in range(len(segments))]
+    assert stats.segments == len(segments)
+    # About 14 characters per second of English speech: the whole text is there.
+    assert 2000 / 25 < stats.audio_s < 2000 / 8, stats.audio_s

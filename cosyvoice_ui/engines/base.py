@@ -62,6 +62,8 @@ class SynthesisRequest:
         instruction: free-text style instruction ("" when none).
         speed: speaking-rate multiplier, 0.5-2.0 (1.0 = natural).
         seed: random seed, or -1 for a fresh random one.
+        segments: the text split for synthesis one piece at a time (:mod:`cosyvoice_ui.inputs.segments`);
+            empty means the whole text is one segment. Engines see one segment per call.
     """
 
     text: str
@@ -70,6 +72,7 @@ class SynthesisRequest:
     instruction: str = ""
     speed: float = 1.0
     seed: int = -1
+    segments: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass

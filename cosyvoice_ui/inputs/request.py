@@ -10,6 +10,7 @@ import math
 from ..engines.base import Capabilities, PromptSamples, SynthesisRequest
 from ..errors import InputError
 from .prompt_audio import load_prompt_audio
+from .segments import split_text
 from .text import clean_text, validate_text
 
 MAX_INSTRUCTION_CHARS = 200
@@ -28,6 +29,7 @@ def build_request(
     *,
     max_text_chars: int,
     capabilities: Capabilities,
+    max_segment_chars: int = 200,
 ) -> tuple[SynthesisRequest, list[str]]:
     """Validate everything a user sent and build the request for the worker.
 
@@ -39,6 +41,7 @@ def build_request(
         speed: speaking-rate multiplier in [0.5, 2.0]; ``None`` means 1.0.
         seed: integer in [-1, 2**31-1]; -1 (or ``None``) means random.
         max_text_chars: ``--max-text-chars``.
+        max_segment_chars: ``--max-segment-chars``; the text is split into segments this long.
         capabilities: of the running engine (languages, whether a prompt is required).
 
     Returns:
@@ -75,7 +78,8 @@ def build_request(
     if seed_value != int(seed_value) or not (-1 <= seed_value <= MAX_SEED):
         raise InputError(f"Seed {seed_value:g} is not valid; use a whole number from 0 to {MAX_SEED}, or -1 for random.")
     request = SynthesisRequest(text=clean, prompt=prompt, prompt_text=prompt_text_clean,
-                               instruction=instruction_clean, speed=speed_value, seed=int(seed_value))
+                               instruction=instruction_clean, speed=speed_value, seed=int(seed_value),
+                               segments=tuple(split_text(clean, max_segment_chars)))
     return request, notes
 
 

@@ -32,7 +32,8 @@ class Handlers:
         self.capabilities = capabilities
 
     def synthesize(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
-                   instruction: str | None = None, speed: float | None = None, seed: int | None = None):
+                   instruction: str | None = None, speed: float | None = None, seed: int | None = None,
+                   progress=gr.Progress()):
         """Speak ``text`` in the voice of ``prompt_audio``.
 
         Returns:
@@ -46,8 +47,16 @@ class Handlers:
         try:
             request, notes = build_request(
                 text, prompt_audio, prompt_text, instruction, speed, seed,
-                max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities)
-            output, stats = self.supervisor.synthesize(request)
+                max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities,
+                max_segment_chars=self.settings.max_segment_chars)
+            if len(request.segments) > 1:
+                progress((0, len(request.segments)), desc="segments", unit="segment")
+
+            def on_progress(done: int, total: int) -> None:
+                if total > 1:
+                    progress((done, total), desc="segments", unit="segment")
+
+            output, stats = self.supervisor.synthesize(request, on_progress=on_progress)
         except UserFacingError as e:
             raise gr.Error(str(e), print_exception=False) from None
         notes = notes + list(output.notes)
@@ -66,6 +75,7 @@ class Handlers:
             "device": stats.device,
             "engine": self.supervisor.engine,
             "text_chars": len(request.text),
+            "segments": stats.segments,
             "prompt_s": round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
             "notes": notes,
             "details": output.details,

@@ -145,6 +145,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
 
     from ..engines import resolve_engine_class
+    from ..engines.long_text import synthesize_segments
 
     t0 = time.perf_counter()
     try:
@@ -172,7 +173,10 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         memory.start_request()
         t_start = time.perf_counter()
         try:
-            output = engine.synthesize(command.request)
+            def progress(done: int, total: int, request_id: str = command.request_id) -> None:
+                send(msg.Progress(request_id=request_id, done=done, total=total))
+
+            output = synthesize_segments(engine, command.request, progress)
             synthesis_s = time.perf_counter() - t_start
             peak_alloc, peak_reserved, peak_rss = memory.end_request()
             audio_s = len(output.audio) / output.sample_rate_hz
@@ -181,6 +185,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                 real_time_factor=synthesis_s / audio_s if audio_s > 0 else float("inf"),
                 peak_allocated_bytes=peak_alloc, peak_reserved_bytes=peak_reserved,
                 peak_rss_bytes=peak_rss, pid=pid, device=memory.device,
+                segments=max(1, len(command.request.segments)),
             )
             reply = msg.Done(request_id=command.request_id, output=output, stats=stats)
         except ValueError as e:

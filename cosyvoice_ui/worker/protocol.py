@@ -70,6 +70,15 @@ class Heartbeat:
 
 
 @dataclasses.dataclass(frozen=True)
+class Progress:
+    """``done`` of ``total`` segments of a request are synthesized."""
+
+    request_id: str
+    done: int
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
 class RequestStats:
     """Measurements of one request inside the worker.
 
@@ -90,6 +99,7 @@ class RequestStats:
     peak_rss_bytes: int
     pid: int
     device: str
+    segments: int = 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,37 @@
+import pytest
+
+from cosyvoice_ui.inputs.segments import split_text
+
+EN = ("The first sentence is short. The second one, which has a clause or two, is a little longer! "
+      "Is the third a question? ") * 20
+ZH = "今天天气很好，我们去公园散步吧。公园里有很多人，有的在跑步，有的在下棋！你想一起去吗？" * 20
+
+
+@pytest.mark.parametrize("text", [EN, ZH, EN + ZH])
+@pytest.mark.parametrize("limit", [40, 80, 200])
+def test_segments_fit_and_keep_every_character(text, limit):
+    segments = split_text(text, limit)
+    assert all(0 < len(s) <= limit for s in segments)
+    squash = lambda s: "".join(s.split())  # noqa: E731
+    assert squash("".join(segments)) == squash(text)
+
+
+def test_segments_end_at_sentence_boundaries_when_possible():
+    segments = split_text(EN, 200)
+    assert all(s.endswith(("." , "!", "?")) for s in segments)
+    assert len(segments) <= len(EN) // 150 + 1  # merged up to the limit, not one per sentence
+
+
+def test_short_text_is_one_segment():
+    assert split_text("Hello there.", 200) == ["Hello there."]
+
+
+def test_run_without_punctuation_or_spaces_is_cut_hard():
+    segments = split_text("字" * 450, 200)
+    assert [len(s) for s in segments] == [200, 200, 50]
+
+
+def test_long_words_without_punctuation_split_at_spaces():
+    segments = split_text("word " * 100, 42)
+    assert all(len(s) <= 42 and not s.startswith(" ") for s in segments)
+    assert all(s.split() == ["word"] * len(s.split()) for s in segments)
