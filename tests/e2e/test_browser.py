@@ -123,3 +123,22 @@ def test_memory_panel_updates_during_synthesis(browser, app):
         seen.add(page.locator("#monitor_status").inner_text())
         page.wait_for_timeout(400)
     assert len(seen) >= 2, seen
+
+
+def test_2000_character_text_gives_complete_audio(browser, app):
+    from bench.texts import text_of_length
+
+    text = text_of_length(2000)
+    page = _page(browser, app)
+    page.locator("#text textarea").fill(text)
+    page.locator("#generate").click()
+    # Per-segment progress shows while it runs ("3/13 segment").
+    page.get_by_text(re.compile(r"\d+/\d+ segment")).first.wait_for(timeout=60_000)
+    _shot(page, "07-long-text-progress")
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=240_000)
+    _shot(page, "08-long-text-done")
+    stats = _stats_text(page)
+    segments = int(re.search(r'segments\W*(\d+)', stats).group(1))
+    audio_s = float(re.search(r'audio_s\W*([0-9.]+)', stats).group(1))
+    assert segments >= 10
+    assert 2000 / 25 < audio_s < 2000 / 8
