@@ -39,6 +39,7 @@ class Settings:
     monitor_interval_s: float = 1.0
     monitor_history_s: float = 600.0
     gpu_log: str | None = None
+    ledger: str | None = None
     max_upload_mb: float = 20.0
 
     @property
@@ -89,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=float(_env("monitor_interval", d.monitor_interval_s)))
     p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
                    help="append memory samples to this file in nvidia-smi dmon style")
+    p.add_argument("--ledger", default=_env("ledger", d.ledger),
+                   help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to this file")
     p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
     return p
 

@@ -211,3 +211,28 @@ def test_long_text_is_synthesized_segment_by_segment(embedded_supervisor):
     assert stats.segments == len(segments)
     # About 14 characters per second of English speech: the whole text is there.
     assert 2000 / 25 < stats.audio_s < 2000 / 8, stats.audio_s
+
+
+def test_every_request_leaves_a_ledger_record(tmp_path, monkeypatch):
+    import json
+
+    from cosyvoice_ui.monitor.ledger import Ledger
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    path = tmp_path / "ledger.jsonl"
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, ledger=Ledger(path=str(path))).start()
+    try:
+        assert sup.wait_ready(60)
+        sup.synthesize(SynthesisRequest(text="fine", segments=("fine",)))
+        with pytest.raises(SynthesisFailed):
+            sup.synthesize(SynthesisRequest(text="oom"))
+        with pytest.raises(SynthesisFailed):
+            sup.synthesize(SynthesisRequest(text="crash always"))
+    finally:
+        sup.stop(grace_s=1)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["outcome"] for r in lines] == ["ok", "out_of_memory", "crash"]
+    ok = lines[0]
+    assert ok["audio_s"] == 0.4 and ok["peak_rss_bytes"] > 10 * 2**20 and ok["worker_pid"]
+    assert ok["text_chars"] == 4 and ok["segments"] == 1 and ok["real_time_factor"] is not None
+    assert [r.outcome for r in sup.ledger.records()] == ["ok", "out_of_memory", "crash"]

@@ -39,6 +39,21 @@ def memory_frame(samples: list[Sample]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["time", "MiB", "series"])
 
 
+LEDGER_COLUMNS = ["time", "outcome", "chars", "segments", "prompt s", "audio s", "RTF", "peak MiB", "pid"]
+
+
+def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
+    """The ledger as a table, latest first. Peak is torch peak allocated on CUDA, else peak RSS."""
+    rows = []
+    for r in reversed(records[-limit:]):
+        peak = r.peak_allocated_bytes if r.peak_allocated_bytes is not None else r.peak_rss_bytes
+        rows.append([datetime.datetime.fromtimestamp(r.time_s).strftime("%H:%M:%S"), r.outcome, r.text_chars,
+                     r.segments, r.prompt_s if r.prompt_s is not None else "", r.audio_s if r.audio_s is not None else "",
+                     r.real_time_factor if r.real_time_factor is not None else "",
+                     round(peak / MIB, 1) if peak is not None else "", r.worker_pid or ""])
+    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+
+
 def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None) -> str:
     """The monitor panel's text. Contains no user-supplied text, so Markdown is safe here."""
     lines = [f"**Worker:** {status['state']} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "

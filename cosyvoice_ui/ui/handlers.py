@@ -116,7 +116,8 @@ class Handlers:
         status = self.supervisor.status()
         sample = self.monitor.latest()
         return (formatting.status_markdown(status, sample, self.monitor.nvml_error),
-                formatting.memory_frame(self.monitor.history()))
+                formatting.memory_frame(self.monitor.history()),
+                formatting.ledger_frame(self.supervisor.ledger.records()))
 
     def _gpu_bytes_of(self, pid: int | None) -> int | None:
         if pid is None or not self.monitor.nvml.available:

@@ -24,6 +24,7 @@ EN = {
     "restart_help": "Ends the model process and starts a new one: all of its memory goes back to the system. Queued requests wait; none is lost.",
     "restart_result": "Last restart",
     "memory_plot": "Memory over the last 10 minutes (MiB)",
+    "ledger": "Request ledger (latest first)",
 }
 ZH = {
     "title": "# 声音克隆语音合成",
@@ -45,6 +46,7 @@ ZH = {
     "restart_help": "结束模型进程并启动新进程，其占用的内存全部归还系统。排队中的请求会等待，不会丢失。",
     "restart_result": "上次重启",
     "memory_plot": "最近 10 分钟的内存（MiB）",
+    "ledger": "请求记录（最新在前）",
 }
 
 I18N = gr.I18n(en=EN, zh=ZH, **{"zh-CN": ZH, "zh-TW": ZH})

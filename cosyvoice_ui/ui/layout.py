@@ -46,6 +46,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")
+                ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False, wrap=True)
                 status_json = gr.JSON(visible=False)
 
         presets.change(lambda p: p or gr.skip(), inputs=presets, outputs=instruction,
@@ -65,8 +66,8 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                                        queue=False)
         timer = gr.Timer(settings.monitor_interval_s)
         # queue=False: the monitor must never wait behind synthesis in Gradio's queue.
-        timer.tick(handlers.refresh_monitor, outputs=[status_md, plot], queue=False,
+        timer.tick(handlers.refresh_monitor, outputs=[status_md, plot, ledger], queue=False,
                    show_progress="hidden", api_visibility="private")
-        demo.load(handlers.refresh_monitor, outputs=[status_md, plot], queue=False,
+        demo.load(handlers.refresh_monitor, outputs=[status_md, plot, ledger], queue=False,
                   show_progress="hidden", api_visibility="private")
     return demo

@@ -31,6 +31,7 @@ from typing import Callable
 
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
+from ..monitor.ledger import Ledger, LedgerRecord
 from . import protocol as msg
 from .process import worker_main
 
@@ -98,11 +99,13 @@ class Supervisor:
         start_timeout_s: how long a worker may take to load its model.
         heartbeat_interval_s: the worker's heartbeat period; a worker silent for
             ``max(10 s, 20 periods)`` is taken as hung and replaced.
+        ledger: where every finished request leaves a record (a new in-memory one by default).
     """
 
     def __init__(self, engine: str = "embedded", device: str = "auto", fp16: bool = True, *,
                  max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
-                 start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5) -> None:
+                 start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5,
+                 ledger: Ledger | None = None) -> None:
         self.engine = engine
         self.device = device
         self.fp16 = fp16
@@ -112,6 +115,7 @@ class Supervisor:
         self.start_timeout_s = start_timeout_s
         self.heartbeat_timeout_s = max(10.0, 20 * heartbeat_interval_s)
         self.heartbeat_interval_s = heartbeat_interval_s
+        self.ledger = ledger if ledger is not None else Ledger()
         self._ctx = multiprocessing.get_context("spawn")  # never fork: CUDA cannot live in a forked child
         for key, value in WORKER_ENVIRONMENT.items():
             os.environ.setdefault(key, value)
@@ -485,8 +489,10 @@ class Supervisor:
             self._state = READY
             self._completed += 1
         if isinstance(m, msg.Done):
+            self._record(job, "ok", stats=m.stats)
             job.future.set_result((m.output, m.stats))
             return
+        self._record(job, m.kind, error=m.message)
         if m.kind == "invalid":
             job.future.set_exception(SynthesisFailed(m.message))
         elif m.kind == "out_of_memory":
@@ -504,6 +510,7 @@ class Supervisor:
             self._restarts["timeout"] += 1
         log.error("request %s passed its %.0f s deadline; restarting worker %s", job.id, job.timeout_s, w.process.pid)
         self._kill(w)
+        self._record(job, "timeout", error=f"deadline {job.timeout_s:.0f} s")
         _fail(job, RequestTimedOut(
             f"The request took longer than its {job.timeout_s:.0f} s deadline, so the worker was restarted. "
             "Try a shorter text; you may send it again."))
@@ -526,6 +533,7 @@ class Supervisor:
         if job is not None:
             job.crashes += 1
             if job.crashes >= MAX_CRASHES_PER_REQUEST:
+                self._record(job, "crash", error=how)
                 _fail(job, SynthesisFailed(
                     f"This request stopped the worker {job.crashes} times (last: {how}), so it is not retried again. "
                     "Try a shorter text or a different prompt audio."))
@@ -601,6 +609,26 @@ class Supervisor:
                 pass
             w.process.join(timeout=5)
         self._kill(w)
+
+
+    def _record(self, job: _Job, outcome: str, stats: msg.RequestStats | None = None, error: str | None = None) -> None:
+        request = job.request
+        segments = request.segments or (request.text,)
+        with self._lock:
+            w = self._worker
+            device = (w.ready.facts.get("device") if (w and w.ready) else None) or self.device
+        self.ledger.add(LedgerRecord(
+            time_s=time.time(), engine=self.engine, device=stats.device if stats else device,
+            text_chars=len(request.text), segments=len(segments), max_segment_chars=max(len(s) for s in segments),
+            prompt_s=round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
+            audio_s=round(stats.audio_s, 3) if stats else None,
+            synthesis_s=round(stats.synthesis_s, 3) if stats else None,
+            real_time_factor=round(stats.real_time_factor, 4) if stats else None,
+            peak_allocated_bytes=stats.peak_allocated_bytes if stats else None,
+            peak_reserved_bytes=stats.peak_reserved_bytes if stats else None,
+            peak_rss_bytes=stats.peak_rss_bytes if stats else None,
+            worker_pid=stats.pid if stats else (w.process.pid if w else None),
+            outcome=outcome, error=error))
 
 
 def _fail(job: _Job, error: Exception) -> None:

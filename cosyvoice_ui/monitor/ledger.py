@@ -1,0 +1,71 @@
+"""The per-request memory ledger: one record per finished request, kept in memory (bounded) and
+appended to a JSON-lines file when ``--ledger PATH`` is given."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerRecord:
+    """What one request cost. Bytes are bytes; ``None`` where a figure does not apply.
+
+    Attributes:
+        time_s: Unix time the request finished.
+        outcome: "ok", "invalid", "out_of_memory", "error", "crash", "timeout", "stopped".
+        peak_allocated_bytes / peak_reserved_bytes: torch allocator peaks (CUDA only).
+        peak_rss_bytes: the worker's peak resident memory during the request.
+        real_time_factor: synthesis_s / audio_s.
+    """
+
+    time_s: float
+    engine: str
+    device: str
+    text_chars: int
+    segments: int
+    max_segment_chars: int
+    prompt_s: float | None
+    audio_s: float | None
+    synthesis_s: float | None
+    real_time_factor: float | None
+    peak_allocated_bytes: int | None
+    peak_reserved_bytes: int | None
+    peak_rss_bytes: int | None
+    worker_pid: int | None
+    outcome: str
+    error: str | None = None
+
+
+class Ledger:
+    """Thread-safe bounded list of :class:`LedgerRecord`, optionally mirrored to a file."""
+
+    def __init__(self, max_records: int = 1000, path: str | None = None) -> None:
+        self._records: collections.deque[LedgerRecord] = collections.deque(maxlen=max_records)
+        self._lock = threading.Lock()
+        self._path = path
+
+    def add(self, record: LedgerRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+            if self._path:
+                try:
+                    with open(self._path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n")
+                except OSError as e:  # a full disk must not fail requests
+                    log.error("cannot append to ledger %s: %s", self._path, e)
+
+    def records(self) -> list[LedgerRecord]:
+        """All kept records, oldest first."""
+        with self._lock:
+            return list(self._records)
+
+
+def now_s() -> float:
+    return time.time()
