@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import fastapi
 import gradio as gr
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
+from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .ui.handlers import Handlers
@@ -19,7 +21,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     """The ASGI app for uvicorn.
 
     ``GET /healthz`` answers 200 with the status JSON while the worker is ready or busy, 503
-    otherwise (starting, restarting, crashed, failed, stopped).
+    otherwise (starting, restarting, crashed, failed, stopped). ``GET /metrics`` is Prometheus
+    text format.
     """
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine))
     app = fastapi.FastAPI(docs_url=None, redoc_url=None)
@@ -30,6 +33,13 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
         healthy = status["state"] in (READY, BUSY)
         body = {"status": "ok" if healthy else "unavailable", **status}
         return JSONResponse(body, status_code=200 if healthy else 503)
+
+    metrics = Metrics(handlers.status, monitor)
+    supervisor.ledger.subscribe(metrics.observe)
+
+    @app.get("/metrics")
+    def prometheus_metrics() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     demo = build_blocks(handlers)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).

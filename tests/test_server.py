@@ -96,3 +96,19 @@ def test_page_carries_english_and_chinese_strings(app_server):
     translations = config.get("i18n_translations") or {}
     assert "zh" in translations and translations["zh"]["restart"] == "重启应用"
     assert translations["en"]["restart"] == "Restart application"
+
+
+def test_metrics_in_prometheus_format(client, app_server):
+    client.predict(text="Counting this one.", api_name="/synthesize")
+    status, body = _get(app_server.url + "metrics")
+    text = body.decode()
+    assert status == 200
+    from prometheus_client.parser import text_string_to_metric_families
+
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    ok = [s for s in families["cosyvoice_ui_requests"].samples if s.labels.get("outcome") == "ok"
+          and s.name.endswith("_total")]
+    assert ok and ok[0].value >= 1
+    assert families["cosyvoice_ui_worker_rss_bytes"].samples[0].value > 10 * 2**20
+    assert "cosyvoice_ui_request_duration_seconds" in families
+    assert "cosyvoice_ui_queue_depth" in families and "cosyvoice_ui_worker_restarts" in families

@@ -50,6 +50,11 @@ class Ledger:
         self._records: collections.deque[LedgerRecord] = collections.deque(maxlen=max_records)
         self._lock = threading.Lock()
         self._path = path
+        self._listeners: list = []
+
+    def subscribe(self, listener) -> None:
+        """Call ``listener(record)`` for every record added from now on."""
+        self._listeners.append(listener)
 
     def add(self, record: LedgerRecord) -> None:
         with self._lock:
@@ -60,6 +65,11 @@ class Ledger:
                         f.write(json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n")
                 except OSError as e:  # a full disk must not fail requests
                     log.error("cannot append to ledger %s: %s", self._path, e)
+        for listener in self._listeners:
+            try:
+                listener(record)
+            except Exception:
+                log.exception("ledger listener failed")
 
     def records(self) -> list[LedgerRecord]:
         """All kept records, oldest first."""
