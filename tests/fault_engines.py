@@ -10,7 +10,8 @@ happens, so one running worker can exercise every path:
 - ``"sleep:S"``: sleep S seconds first (a slow request);
 - ``"hang"``: never return;
 - ``"invalid"``: raise ValueError (the engine refuses the request);
-- ``"oom"``: raise MemoryError.
+- ``"oom"``: raise MemoryError;
+- ``"oom-over:N"``: raise MemoryError when the segment is longer than N characters.
 Otherwise: a 220 Hz tone of 0.1 s per character at 16 kHz.
 """
 
@@ -53,7 +54,10 @@ class FaultEngine(Engine):
                 time.sleep(1)
         if "invalid" in text:
             raise ValueError("The fault engine refuses this text.")
-        if "oom" in text:
+        m = re.search(r"oom-over:(\d+)", request.prompt_text)
+        if m and len(text) > int(m.group(1)):
+            raise MemoryError(f"fault engine: segment of {len(text)} characters is over {m.group(1)}")
+        if re.search(r"\boom\b", text):
             raise MemoryError("fault engine: simulated out of memory")
         sr = 16000
         t = np.arange(int(0.1 * sr * len(text))) / sr

@@ -236,3 +236,20 @@ def test_every_request_leaves_a_ledger_record(tmp_path, monkeypatch):
     assert ok["audio_s"] == 0.4 and ok["peak_rss_bytes"] > 10 * 2**20 and ok["worker_pid"]
     assert ok["text_chars"] == 4 and ok["segments"] == 1 and ok["real_time_factor"] is not None
     assert [r.outcome for r in sup.ledger.records()] == ["ok", "out_of_memory", "crash"]
+
+
+def test_out_of_memory_retries_with_smaller_segments(fault_supervisor):
+    text = "A sentence that is long enough, with a clause, and another clause, to be split in two."
+    output, stats = fault_supervisor.synthesize(
+        SynthesisRequest(text=text, segments=(text,), prompt_text=f"oom-over:{len(text) // 2 + 5}"))
+    assert any("retried with segments of at most" in n for n in output.notes)
+    assert stats.segments >= 2
+    assert len(output.audio) > 0
+
+
+def test_out_of_memory_twice_gives_peak_and_worker_stays(fault_supervisor):
+    pid = fault_supervisor.worker_pid
+    with pytest.raises(SynthesisFailed, match=r"peak [\d,]+ MiB reached.*again when retried"):
+        fault_supervisor.synthesize(SynthesisRequest(text="this will oom every time it runs"))
+    assert fault_supervisor.worker_pid == pid
+    fault_supervisor.synthesize(SynthesisRequest(text="next request works"))

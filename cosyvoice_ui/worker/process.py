@@ -89,6 +89,13 @@ class _Memory:
         self._peak_rss = self._proc.memory_info().rss
         self._sampling.set()
 
+    def peak_so_far(self) -> int:
+        """Peak of the running request: torch peak allocated on CUDA, else peak RSS."""
+        cuda = self._torch_cuda()
+        if cuda:
+            return int(cuda.max_memory_allocated(self.device))
+        return max(self._peak_rss, self._proc.memory_info().rss)
+
     def end_request(self) -> tuple[int | None, int | None, int]:
         self._sampling.clear()
         peak_rss = max(self._peak_rss, self._proc.memory_info().rss)
@@ -104,6 +111,80 @@ def _is_out_of_memory(error: BaseException) -> bool:
     torch = sys.modules.get("torch")
     oom = getattr(torch, "OutOfMemoryError", None) if torch else None
     return bool(oom and isinstance(error, oom))
+
+
+def _free_caches() -> None:
+    """Give back what the allocators cache, after an out-of-memory error."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+MIN_RETRY_SEGMENT_CHARS = 20
+
+
+def _smaller_segments(request):
+    """The request with every segment split to at most half of its longest segment, or ``None``
+    when segments are already at :data:`MIN_RETRY_SEGMENT_CHARS`."""
+    import dataclasses
+
+    from ..inputs.segments import split_text
+
+    segments = request.segments or (request.text,)
+    longest = max(len(s) for s in segments)
+    limit = max(MIN_RETRY_SEGMENT_CHARS, longest // 2)
+    if limit >= longest:
+        return None, limit
+    smaller = tuple(piece for s in segments for piece in split_text(s, limit))
+    return dataclasses.replace(request, segments=smaller), limit
+
+
+class OutOfMemoryAfterRetry(Exception):
+    pass
+
+
+def _synthesize_with_oom_retry(engine, request, progress, memory):
+    """Run the request; on out-of-memory free caches and retry once with smaller segments.
+
+    Returns:
+        ``(output, segments_used)``.
+
+    Raises:
+        OutOfMemoryAfterRetry: the retry ran out of memory too (or could not split further); the
+            message gives the peak reached.
+    """
+    from ..engines.long_text import synthesize_segments
+
+    try:
+        return synthesize_segments(engine, request, progress), len(request.segments) or 1
+    except BaseException as e:  # noqa: BLE001
+        if not _is_out_of_memory(e):
+            raise
+        first_error = e
+    peak = memory.peak_so_far()
+    _free_caches()
+    smaller, limit = _smaller_segments(request)
+    if smaller is None:
+        raise OutOfMemoryAfterRetry(
+            f"Out of memory while synthesizing (peak {peak / 2**20:,.0f} MiB reached; {first_error}). "
+            "The segments are already as short as they go. Use a shorter prompt audio, or restart the "
+            "application to free memory held elsewhere.")
+    try:
+        output = synthesize_segments(engine, smaller, progress)
+    except BaseException as e:  # noqa: BLE001
+        if not _is_out_of_memory(e):
+            raise
+        peak = max(peak, memory.peak_so_far())
+        _free_caches()
+        raise OutOfMemoryAfterRetry(
+            f"Out of memory while synthesizing (peak {peak / 2**20:,.0f} MiB reached), and again when retried "
+            f"with segments of at most {limit} characters. Try a shorter text or prompt audio.") from None
+    output.notes.append(f"Ran out of memory at first (peak {peak / 2**20:,.0f} MiB); succeeded when retried "
+                        f"with segments of at most {limit} characters.")
+    return output, len(smaller.segments)
 
 
 def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float) -> None:
@@ -145,7 +226,6 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
 
     from ..engines import resolve_engine_class
-    from ..engines.long_text import synthesize_segments
 
     t0 = time.perf_counter()
     try:
@@ -176,7 +256,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
             def progress(done: int, total: int, request_id: str = command.request_id) -> None:
                 send(msg.Progress(request_id=request_id, done=done, total=total))
 
-            output = synthesize_segments(engine, command.request, progress)
+            output, segments_used = _synthesize_with_oom_retry(engine, command.request, progress, memory)
             synthesis_s = time.perf_counter() - t_start
             peak_alloc, peak_reserved, peak_rss = memory.end_request()
             audio_s = len(output.audio) / output.sample_rate_hz
@@ -185,12 +265,15 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                 real_time_factor=synthesis_s / audio_s if audio_s > 0 else float("inf"),
                 peak_allocated_bytes=peak_alloc, peak_reserved_bytes=peak_reserved,
                 peak_rss_bytes=peak_rss, pid=pid, device=memory.device,
-                segments=max(1, len(command.request.segments)),
+                segments=segments_used,
             )
             reply = msg.Done(request_id=command.request_id, output=output, stats=stats)
         except ValueError as e:
             memory.end_request()
             reply = msg.Failed(request_id=command.request_id, kind="invalid", message=str(e))
+        except OutOfMemoryAfterRetry as e:
+            memory.end_request()
+            reply = msg.Failed(request_id=command.request_id, kind="out_of_memory", message=str(e))
         except BaseException as e:  # noqa: BLE001 - a request must never take the worker down
             memory.end_request()
             if _is_out_of_memory(e):

@@ -496,8 +496,7 @@ class Supervisor:
         if m.kind == "invalid":
             job.future.set_exception(SynthesisFailed(m.message))
         elif m.kind == "out_of_memory":
-            job.future.set_exception(SynthesisFailed(
-                f"{m.message}. The worker is still running; try a shorter text or a shorter prompt."))
+            job.future.set_exception(SynthesisFailed(f"{m.message} The worker is still running."))
         else:
             job.future.set_exception(SynthesisFailed(
                 f"Synthesis failed inside the worker ({m.message}). The worker is still running; you may try again."))
