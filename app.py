@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.engine, settings.device, settings.fp16, max_queue=settings.max_queue,
         request_timeout_s=settings.request_timeout_s, restart_grace_s=settings.restart_grace_s,
         start_timeout_s=settings.worker_start_timeout_s, heartbeat_interval_s=settings.heartbeat_interval_s,
-        ledger=Ledger(path=settings.ledger),
+        ledger=Ledger(path=settings.ledger), idle_unload_after_s=settings.idle_unload_after_s,
     ).start()
     monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
                             history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log).start()

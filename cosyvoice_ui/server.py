@@ -14,14 +14,14 @@ from .settings import Settings
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import build_blocks
-from .worker.supervisor import BUSY, READY, Supervisor
+from .worker.supervisor import HEALTHY_STATES, Supervisor
 
 
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
 
-    ``GET /healthz`` answers 200 with the status JSON while the worker is ready or busy, 503
-    otherwise (starting, restarting, crashed, failed, stopped). ``GET /metrics`` is Prometheus
+    ``GET /healthz`` answers 200 with the status JSON while the worker is ready, busy or unloaded
+    (idle by design), 503 otherwise (loading, restarting, crashed, failed, stopped). ``GET /metrics`` is Prometheus
     text format.
     """
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine))
@@ -30,7 +30,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     @app.get("/healthz")
     def healthz() -> JSONResponse:
         status = handlers.status()
-        healthy = status["state"] in (READY, BUSY)
+        healthy = status["state"] in HEALTHY_STATES
         body = {"status": "ok" if healthy else "unavailable", **status}
         return JSONResponse(body, status_code=200 if healthy else 503)
 

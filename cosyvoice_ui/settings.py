@@ -40,6 +40,7 @@ class Settings:
     monitor_history_s: float = 600.0
     gpu_log: str | None = None
     ledger: str | None = None
+    idle_unload_after_s: float | None = None
     max_upload_mb: float = 20.0
 
     @property
@@ -92,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="append memory samples to this file in nvidia-smi dmon style")
     p.add_argument("--ledger", default=_env("ledger", d.ledger),
                    help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to this file")
+    p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=float,
+                   default=_env("idle_unload_after", d.idle_unload_after_s),
+                   help="end the worker after this many seconds without requests (frees the GPU); off by default")
     p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
     return p
 
@@ -119,4 +123,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):
         if values[name] <= 0:
             parser.error(f"{name} must be positive, got {values[name]}")
+    if values["idle_unload_after_s"] is not None:
+        values["idle_unload_after_s"] = float(values["idle_unload_after_s"])
+        if values["idle_unload_after_s"] <= 0:
+            parser.error("--idle-unload-after must be a positive number of seconds")
     return Settings(**values)

@@ -112,3 +112,10 @@ def test_metrics_in_prometheus_format(client, app_server):
     assert families["cosyvoice_ui_worker_rss_bytes"].samples[0].value > 10 * 2**20
     assert "cosyvoice_ui_request_duration_seconds" in families
     assert "cosyvoice_ui_queue_depth" in families and "cosyvoice_ui_worker_restarts" in families
+
+
+def test_free_cache_api(client):
+    before = client.predict(api_name="/status")
+    report = client.predict(api_name="/free_cache")
+    assert report["pid"] == before["pid"] and report["rss_after_bytes"] > 0
+    assert client.predict(api_name="/status")["pid"] == before["pid"]

@@ -253,3 +253,36 @@ def test_out_of_memory_twice_gives_peak_and_worker_stays(fault_supervisor):
         fault_supervisor.synthesize(SynthesisRequest(text="this will oom every time it runs"))
     assert fault_supervisor.worker_pid == pid
     fault_supervisor.synthesize(SynthesisRequest(text="next request works"))
+
+
+def test_free_cache_keeps_the_worker(fault_supervisor):
+    pid = fault_supervisor.worker_pid
+    fault_supervisor.synthesize(SynthesisRequest(text="something to cache"))
+    report = fault_supervisor.free_cache()
+    assert report["pid"] == pid and report["rss_after_bytes"] > 0
+    assert report["reserved_before_bytes"] is None  # CPU: no torch allocator figures
+    assert fault_supervisor.worker_pid == pid
+    fault_supervisor.synthesize(SynthesisRequest(text="still here"))
+
+
+def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
+    try:
+        assert sup.wait_ready(60)
+        old = sup.worker_pid
+        deadline = time.monotonic() + 10
+        while sup.status()["state"] != "unloaded" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sup.status()["state"] == "unloaded" and sup.worker_pid is None
+        assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
+        states = set()
+        future = sup.submit(SynthesisRequest(text="wake up"))
+        while not future.done():
+            states.add(sup.status()["state"])
+            time.sleep(0.01)
+        output, stats = future.result()
+        assert stats.pid not in (None, old)
+        assert "loading" in states
+    finally:
+        sup.stop(grace_s=1)

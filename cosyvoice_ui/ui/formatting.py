@@ -56,7 +56,8 @@ def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
 
 def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None) -> str:
     """The monitor panel's text. Contains no user-supplied text, so Markdown is safe here."""
-    lines = [f"**Worker:** {status['state']} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "
+    state = "loading model" if status["state"] == "loading" else status["state"]
+    lines = [f"**Worker:** {state} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "
              f"device `{status.get('device')}` · dtype `{status.get('dtype') or '-'}`",
              f"**Queue:** {status['queue_depth']} waiting (limit {status['max_queue']}) · "
              f"restarts {status['restarts']} · completed {status['completed']}"]
@@ -76,6 +77,18 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
     if status.get("last_error") and status["state"] not in ("ready", "busy"):
         lines.append(f"**Last error:** {status['last_error']}")
     return "  \n".join(lines)
+
+
+def free_cache_markdown(report: dict) -> str:
+    """Summary of a free-cache action."""
+    if report.get("state") == "unloaded":
+        return "No model is loaded (unloaded after idle time): nothing to free."
+    parts = [f"Freed caches in worker {report['pid']}:"]
+    if report.get("reserved_before_bytes") is not None:
+        parts.append(f"torch reserved {mib(report['reserved_before_bytes'])} → {mib(report['reserved_after_bytes'])}"
+                     f" (allocated {mib(report['allocated_bytes'])});")
+    parts.append(f"RSS {mib(report['rss_before_bytes'])} → {mib(report['rss_after_bytes'])}.")
+    return " ".join(parts)
 
 
 def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:

@@ -97,6 +97,16 @@ class Handlers:
         report = self.restart()
         return formatting.restart_markdown(report, report.get("old_pid_gpu_bytes"))
 
+    def free_cache(self) -> dict:
+        """Ask the worker to empty its allocator caches; returns reserved/RSS before and after."""
+        try:
+            return self.supervisor.free_cache()
+        except UserFacingError as e:
+            raise gr.Error(str(e), print_exception=False) from None
+
+    def free_cache_ui(self) -> str:
+        return formatting.free_cache_markdown(self.free_cache())
+
     def status(self) -> dict:
         """Supervisor status plus the latest monitor sample (GPU figures or why there are none)."""
         status = self.supervisor.status()

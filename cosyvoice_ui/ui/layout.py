@@ -43,7 +43,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 status_md = gr.Markdown(elem_id="monitor_status")
                 plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
                                    height=320, elem_id="memory_plot")
-                restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
+                with gr.Row():
+                    free_cache = gr.Button(I18N("free_cache"), elem_id="free_cache")
+                    restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")
                 ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False, wrap=True)
@@ -59,6 +61,10 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                        concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize")
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private",
                       concurrency_limit=4, concurrency_id="restart")
+        free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private",
+                         concurrency_limit=4, concurrency_id="restart")
+        gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",
+                                       concurrency_limit=4, concurrency_id="restart")
         # API-only endpoints with stable names.
         gr.Button(visible=False).click(handlers.restart, outputs=status_json, api_name="restart",
                                        concurrency_limit=4, concurrency_id="restart")

@@ -247,6 +247,14 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
             break
         if isinstance(command, msg.Shutdown):
             break
+        if isinstance(command, msg.FreeCache):
+            before = memory.snapshot()
+            _free_caches()
+            after = memory.snapshot()
+            send(msg.CacheFreed(pid=pid, reserved_before_bytes=before.reserved_bytes,
+                                reserved_after_bytes=after.reserved_bytes, allocated_bytes=after.allocated_bytes,
+                                rss_before_bytes=before.rss_bytes, rss_after_bytes=after.rss_bytes))
+            continue
         if not isinstance(command, msg.Synthesize):
             continue
         busy[0] = command.request_id

@@ -38,6 +38,11 @@ class Synthesize:
 
 
 @dataclasses.dataclass(frozen=True)
+class FreeCache:
+    """Between requests: ``gc.collect()`` and ``torch.cuda.empty_cache()``; answer :class:`CacheFreed`."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Shutdown:
     """Finish nothing new; exit after the current request."""
 
@@ -67,6 +72,18 @@ class Heartbeat:
     pid: int
     busy_request_id: str | None
     memory: MemorySnapshot
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheFreed:
+    """Memory before and after freeing caches (torch figures ``None`` on the CPU)."""
+
+    pid: int
+    reserved_before_bytes: int | None
+    reserved_after_bytes: int | None
+    allocated_bytes: int | None
+    rss_before_bytes: int
+    rss_after_bytes: int
 
 
 @dataclasses.dataclass(frozen=True)

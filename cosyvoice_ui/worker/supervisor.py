@@ -38,8 +38,9 @@ from .process import worker_main
 log = logging.getLogger(__name__)
 
 # States shown in the panel and /status.
-STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPED = (
-    "starting", "ready", "busy", "restarting", "crashed", "failed", "stopped")
+STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPED, UNLOADED = (
+    "loading", "ready", "busy", "restarting", "crashed", "failed", "stopped", "unloaded")
+HEALTHY_STATES = (READY, BUSY, UNLOADED)  # unloaded: idle by design, loads on the next request
 MAX_CRASHES_PER_REQUEST = 2
 _POLL_S = 0.1
 # Inherited by every spawned worker (glibc reads them at process start). A fixed mmap threshold
@@ -100,12 +101,14 @@ class Supervisor:
         heartbeat_interval_s: the worker's heartbeat period; a worker silent for
             ``max(10 s, 20 periods)`` is taken as hung and replaced.
         ledger: where every finished request leaves a record (a new in-memory one by default).
+        idle_unload_after_s: end the worker after this long without requests (``None``: never);
+            the next request starts a new one.
     """
 
     def __init__(self, engine: str = "embedded", device: str = "auto", fp16: bool = True, *,
                  max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
                  start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5,
-                 ledger: Ledger | None = None) -> None:
+                 ledger: Ledger | None = None, idle_unload_after_s: float | None = None) -> None:
         self.engine = engine
         self.device = device
         self.fp16 = fp16
@@ -116,6 +119,9 @@ class Supervisor:
         self.heartbeat_timeout_s = max(10.0, 20 * heartbeat_interval_s)
         self.heartbeat_interval_s = heartbeat_interval_s
         self.ledger = ledger if ledger is not None else Ledger()
+        self.idle_unload_after_s = idle_unload_after_s
+        self._last_activity = time.monotonic()
+        self._cache_waiters: list[concurrent.futures.Future] = []
         self._ctx = multiprocessing.get_context("spawn")  # never fork: CUDA cannot live in a forked child
         for key, value in WORKER_ENVIRONMENT.items():
             os.environ.setdefault(key, value)
@@ -212,6 +218,24 @@ class Supervisor:
         limit = timeout_s if timeout_s is not None else self.restart_grace_s + self.start_timeout_s + 10
         return future.result(timeout=limit)
 
+    def free_cache(self, timeout_s: float = 60.0) -> dict:
+        """Ask the worker to return its allocator's cached memory (``torch.cuda.empty_cache()``
+        and ``gc.collect()``), between requests. Unlike :meth:`restart`, the process and the
+        model stay.
+
+        Returns:
+            ``{"reserved_before_bytes", "reserved_after_bytes", "allocated_bytes", "rss_before_bytes",
+            "rss_after_bytes", "pid"}`` (torch figures ``None`` on the CPU), or ``{"state": "unloaded"}``
+            when no worker is loaded.
+        """
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if self._stopping:
+                raise ServiceStopping("The application is shutting down.")
+            self._cache_waiters.append(future)
+            self._wake.notify_all()
+        return future.result(timeout=timeout_s + self.restart_grace_s)
+
     def status(self) -> dict:
         """A JSON-serializable snapshot: state, pid, device, restarts, queue, memory figures."""
         with self._lock:
@@ -267,21 +291,38 @@ class Supervisor:
             self._spawn_until_ready(reason=None)
             while True:
                 with self._lock:
-                    while (not self._pending and not self._restart_waiters and not self._stopping
-                           and self._worker_alive_unlocked()):
+                    while (not self._pending and not self._restart_waiters and not self._cache_waiters
+                           and not self._stopping and not self._idle_expired_unlocked()
+                           and (self._worker_alive_unlocked() or self._state in (FAILED, UNLOADED))):
                         self._wake.wait(timeout=_POLL_S)
                         self._pump_unlocked_safe()
                     stopping = self._stopping
                     restart = bool(self._restart_waiters)
+                    free_cache = bool(self._cache_waiters)
+                    unload = self._idle_expired_unlocked()
+                    reload = self._state == UNLOADED and bool(self._pending)
                     job = self._pending.popleft() if (self._pending and not stopping and not restart
-                                                      and self._state in (READY,)) else None
+                                                      and not free_cache and self._state == READY) else None
                 if stopping:
                     self._shutdown()
                     return
                 if restart:
                     self._do_restart()
                     continue
+                if free_cache:
+                    self._free_cache()
+                    continue
+                if unload:
+                    self._unload()
+                    continue
+                if reload:
+                    log.info("a request arrived while unloaded: loading the model again")
+                    self._spawn_until_ready(reason=None)
+                    continue
                 if not self._worker_alive():
+                    if job is not None:
+                        with self._lock:
+                            self._pending.appendleft(job)  # the worker died just now: keep the job
                     self._handle_death(job=None)
                     continue
                 if job is None:
@@ -318,7 +359,58 @@ class Supervisor:
 
     def _worker_alive(self) -> bool:
         with self._lock:
-            return self._worker_alive_unlocked() or self._state == FAILED
+            return self._worker_alive_unlocked() or self._state in (FAILED, UNLOADED)
+
+    def _idle_expired_unlocked(self) -> bool:
+        return (self.idle_unload_after_s is not None and self._state == READY and not self._pending
+                and time.monotonic() - self._last_activity > self.idle_unload_after_s)
+
+    def _unload(self) -> None:
+        with self._lock:
+            w = self._worker
+        log.info("no request for %.0f s: ending worker %s to free its memory (--idle-unload-after)",
+                 self.idle_unload_after_s, w.process.pid if w else None)
+        self._end_gracefully(w)
+        with self._lock:
+            self._worker = None
+            self._state = UNLOADED
+
+    def _end_gracefully(self, w: _Worker | None) -> None:
+        if w is not None and w.process.is_alive():
+            try:
+                w.conn.send(msg.Shutdown())
+            except (OSError, EOFError, ValueError):
+                pass
+            w.process.join(timeout=5)
+        self._kill(w)
+
+    def _free_cache(self) -> None:
+        with self._lock:
+            waiters, self._cache_waiters = self._cache_waiters, []
+            w = self._worker
+            state = self._state
+        result: dict | Exception
+        if state == UNLOADED or w is None:
+            result = {"state": UNLOADED, "pid": None}
+        elif state != READY:
+            result = SynthesisFailed(f"The worker is {state}; try again when it is ready.")
+        else:
+            result = SynthesisFailed("The worker did not answer the free-cache request in time.")
+            try:
+                w.conn.send(msg.FreeCache())
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and w.process.is_alive():
+                    replies = [m for m in self._receive(w, _POLL_S) if isinstance(m, msg.CacheFreed)]
+                    if replies:
+                        result = dataclasses.asdict(replies[0])
+                        break
+            except (OSError, EOFError, ValueError):
+                pass
+        for f in waiters:
+            if isinstance(result, Exception):
+                f.set_exception(result)
+            else:
+                f.set_result(result)
 
     def _handle_message(self, w: _Worker, m) -> object | None:
         """Apply a message from the worker to the state; return it if the caller must act."""
@@ -382,6 +474,7 @@ class Supervisor:
                         with self._lock:
                             self._state = READY
                             self._last_error = None
+                            self._last_activity = time.monotonic()
                         log.info("worker %s ready in %.2f s (%s)", w.process.pid, m.load_s, m.facts)
                         return True
                     if isinstance(m, msg.LoadFailed):
@@ -488,6 +581,7 @@ class Supervisor:
             self._inflight = None
             self._state = READY
             self._completed += 1
+            self._last_activity = time.monotonic()
         if isinstance(m, msg.Done):
             self._record(job, "ok", stats=m.stats)
             job.future.set_result((m.output, m.stats))
@@ -570,12 +664,7 @@ class Supervisor:
             self._restarts[reason] += 1
             w = self._worker
         # The running request (if any) has already finished or been requeued by _run_job.
-        if w is not None and w.process.is_alive():
-            try:
-                w.conn.send(msg.Shutdown())
-            except (OSError, EOFError, ValueError):
-                pass
-            w.process.join(timeout=5)
+        self._end_gracefully(w)
         report = self._replace_worker(reason)
         for _, f in waiters:
             if not f.done():
@@ -594,21 +683,15 @@ class Supervisor:
             jobs = list(self._pending)
             self._pending.clear()
             waiters, self._restart_waiters = self._restart_waiters, []
+            cache_waiters, self._cache_waiters = self._cache_waiters, []
             w = self._worker
             self._state = STOPPED
         for j in jobs:
             _fail(j, ServiceStopping("The application shut down before this request ran. "
                                      "It may be sent again once the server is back."))
-        for _, f in waiters:
+        for f in [f for _, f in waiters] + cache_waiters:
             f.set_exception(ServiceStopping("The application is shutting down."))
-        if w is not None and w.process.is_alive():
-            try:
-                w.conn.send(msg.Shutdown())
-            except (OSError, EOFError, ValueError):
-                pass
-            w.process.join(timeout=5)
-        self._kill(w)
-
+        self._end_gracefully(w)
 
     def _record(self, job: _Job, outcome: str, stats: msg.RequestStats | None = None, error: str | None = None) -> None:
         request = job.request
