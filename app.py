@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app
@@ -35,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         request_timeout_s=settings.request_timeout_s, restart_grace_s=settings.restart_grace_s,
         start_timeout_s=settings.worker_start_timeout_s, heartbeat_interval_s=settings.heartbeat_interval_s,
         ledger=Ledger(path=settings.ledger), idle_unload_after_s=settings.idle_unload_after_s,
+        leak_watchdog=LeakWatchdog(settings.leak_threshold_fraction, int(settings.leak_threshold_mb * 2**20),
+                                   settings.leak_window),
+        restart_on_leak=settings.restart_on_leak,
     ).start()
     monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
                             history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log).start()

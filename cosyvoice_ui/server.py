@@ -31,7 +31,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     def healthz() -> JSONResponse:
         status = handlers.status()
         healthy = status["state"] in HEALTHY_STATES
-        body = {"status": "ok" if healthy else "unavailable", **status}
+        word = ("degraded" if status.get("degraded") else "ok") if healthy else "unavailable"
+        body = {"status": word, **status}
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     metrics = Metrics(handlers.status, monitor)

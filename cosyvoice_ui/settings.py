@@ -41,6 +41,10 @@ class Settings:
     gpu_log: str | None = None
     ledger: str | None = None
     idle_unload_after_s: float | None = None
+    leak_threshold_mb: float = 200.0
+    leak_threshold_fraction: float = 0.05
+    leak_window: int = 10
+    restart_on_leak: bool = True
     max_upload_mb: float = 20.0
 
     @property
@@ -96,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=float,
                    default=_env("idle_unload_after", d.idle_unload_after_s),
                    help="end the worker after this many seconds without requests (frees the GPU); off by default")
+    p.add_argument("--leak-threshold-mb", type=float, default=float(_env("leak_threshold_mb", d.leak_threshold_mb)),
+                   help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
+                        "(the larger of this and --leak-threshold-fraction of the baseline)")
+    p.add_argument("--leak-threshold-fraction", type=float,
+                   default=float(_env("leak_threshold_fraction", d.leak_threshold_fraction)))
+    p.add_argument("--leak-window", type=int, default=int(_env("leak_window", d.leak_window)),
+                   help="leak watchdog: requests whose median after-request memory is compared with the baseline")
+    p.add_argument("--restart-on-leak", dest="restart_on_leak", action="store_true",
+                   default=_bool(_env("restart_on_leak", d.restart_on_leak)),
+                   help="restart a leaking worker between requests (default on)")
+    p.add_argument("--no-restart-on-leak", dest="restart_on_leak", action="store_false")
     p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
     return p
 
@@ -117,7 +132,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     values = vars(ns)
     if not _DEVICE_RE.match(values["device"]):
         parser.error(f"--device {values['device']!r}: use auto, cpu, cuda or cuda:N (for example cuda:1)")
-    for name in ("max_text_chars", "max_segment_chars", "max_queue"):
+    for name in ("max_text_chars", "max_segment_chars", "max_queue", "leak_window"):
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):

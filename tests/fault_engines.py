@@ -65,6 +65,20 @@ class FaultEngine(Engine):
                                details={"pid": os.getpid()})
 
 
+class LeakyEngine(FaultEngine):
+    """Keeps ``LEAK_MB`` (default 30) MiB more host memory after every request, like a cache that
+    is never cleared."""
+
+    def load(self, device: str, fp16: bool) -> dict:
+        self._kept = []
+        return super().load(device, fp16)
+
+    def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
+        block = np.ones(int(os.environ.get("LEAK_MB", "30")) * 2**20, dtype=np.uint8)  # touched: counts in RSS
+        self._kept.append(block)
+        return super().synthesize(request)
+
+
 class CudaAllocEngine(FaultEngine):
     """Holds ``CUDA_ALLOC_MB`` (default 256) MiB of tensors on the GPU after load, so a test can see
     the worker's memory in NVML and see it vanish when the worker is replaced."""

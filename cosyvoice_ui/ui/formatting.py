@@ -74,6 +74,12 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
         lines.append(f"**torch:** allocated {mib(mem['allocated_bytes'])} · reserved {mib(mem.get('reserved_bytes'))}")
     if sample is not None:
         lines.append(f"**Worker RSS:** {mib(sample.worker_rss_bytes)} · **web process RSS:** {mib(sample.web_rss_bytes)}")
+    if status.get("leak"):
+        lines.append(f"⚠️ **Memory leak suspected:** {status['leak']['message']}")
+    elif status.get("last_leak"):
+        lines.append(f"⚠️ **Worker restarted for a suspected leak:** {status['last_leak']}")
+    if status.get("last_outcome") == "out_of_memory":
+        lines.append("⚠️ **The last request ran out of memory.**")
     if status.get("last_error") and status["state"] not in ("ready", "busy"):
         lines.append(f"**Last error:** {status['last_error']}")
     return "  \n".join(lines)

@@ -105,6 +105,11 @@ class _Memory:
         return None, None, peak_rss
 
 
+def _figure(snapshot: msg.MemorySnapshot) -> int:
+    """The memory figure that tracks the model: torch allocated on CUDA, else RSS."""
+    return snapshot.allocated_bytes if snapshot.allocated_bytes is not None else snapshot.rss_bytes
+
+
 def _is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, MemoryError):
         return True
@@ -258,6 +263,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         if not isinstance(command, msg.Synthesize):
             continue
         busy[0] = command.request_id
+        before = memory.snapshot()
         memory.start_request()
         t_start = time.perf_counter()
         try:
@@ -274,6 +280,8 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                 peak_allocated_bytes=peak_alloc, peak_reserved_bytes=peak_reserved,
                 peak_rss_bytes=peak_rss, pid=pid, device=memory.device,
                 segments=segments_used,
+                memory_before_bytes=_figure(before),
+                memory_after_bytes=_figure(memory.snapshot()),
             )
             reply = msg.Done(request_id=command.request_id, output=output, stats=stats)
         except ValueError as e:

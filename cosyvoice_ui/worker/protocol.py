@@ -117,6 +117,8 @@ class RequestStats:
     pid: int
     device: str
     segments: int = 1
+    memory_before_bytes: int | None = None  # torch allocated on CUDA, else RSS, before the request
+    memory_after_bytes: int | None = None  # the same after it (the leak watchdog's figure)
 
 
 @dataclasses.dataclass(frozen=True)

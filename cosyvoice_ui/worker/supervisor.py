@@ -31,6 +31,7 @@ from typing import Callable
 
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
+from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
 from . import protocol as msg
 from .process import worker_main
@@ -103,12 +104,15 @@ class Supervisor:
         ledger: where every finished request leaves a record (a new in-memory one by default).
         idle_unload_after_s: end the worker after this long without requests (``None``: never);
             the next request starts a new one.
+        leak_watchdog: judges after-request memory (default thresholds when ``None``).
+        restart_on_leak: replace a leaking worker between requests (never during one).
     """
 
     def __init__(self, engine: str = "embedded", device: str = "auto", fp16: bool = True, *,
                  max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
                  start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5,
-                 ledger: Ledger | None = None, idle_unload_after_s: float | None = None) -> None:
+                 ledger: Ledger | None = None, idle_unload_after_s: float | None = None,
+                 leak_watchdog: LeakWatchdog | None = None, restart_on_leak: bool = True) -> None:
         self.engine = engine
         self.device = device
         self.fp16 = fp16
@@ -122,6 +126,11 @@ class Supervisor:
         self.idle_unload_after_s = idle_unload_after_s
         self._last_activity = time.monotonic()
         self._cache_waiters: list[concurrent.futures.Future] = []
+        self.leak_watchdog = leak_watchdog or LeakWatchdog()
+        self.restart_on_leak = restart_on_leak
+        self._leak: LeakReport | None = None
+        self._last_outcome: str | None = None
+        self._last_leak: LeakReport | None = None
         self._ctx = multiprocessing.get_context("spawn")  # never fork: CUDA cannot live in a forked child
         for key, value in WORKER_ENVIRONMENT.items():
             os.environ.setdefault(key, value)
@@ -262,6 +271,11 @@ class Supervisor:
                 "memory": dataclasses.asdict(memory) if memory else None,
                 "last_error": self._last_error,
                 "last_restart": report_to_dict(last) if last else None,
+                "leak": ({**dataclasses.asdict(self._leak), "message": self._leak.describe()}
+                         if self._leak else None),
+                "last_leak": self._last_leak.describe() if self._last_leak else None,
+                "degraded": bool(self._leak) or self._last_outcome == "out_of_memory",
+                "last_outcome": self._last_outcome,
             }
 
     @property
@@ -475,6 +489,8 @@ class Supervisor:
                             self._state = READY
                             self._last_error = None
                             self._last_activity = time.monotonic()
+                            if self._leak is not None:  # the leaking process is gone
+                                self._last_leak, self._leak = self._leak, None
                         log.info("worker %s ready in %.2f s (%s)", w.process.pid, m.load_s, m.facts)
                         return True
                     if isinstance(m, msg.LoadFailed):
@@ -585,6 +601,8 @@ class Supervisor:
         if isinstance(m, msg.Done):
             self._record(job, "ok", stats=m.stats)
             job.future.set_result((m.output, m.stats))
+            if m.stats.memory_after_bytes is not None:
+                self._watch_for_leak(m.stats.pid, m.stats.memory_after_bytes)
             return
         self._record(job, m.kind, error=m.message)
         if m.kind == "invalid":
@@ -594,6 +612,22 @@ class Supervisor:
         else:
             job.future.set_exception(SynthesisFailed(
                 f"Synthesis failed inside the worker ({m.message}). The worker is still running; you may try again."))
+
+    def _watch_for_leak(self, pid: int, after_bytes: int) -> None:
+        report = self.leak_watchdog.observe(pid, after_bytes)
+        if report is None:
+            return
+        log.warning("leak suspected: %s", report.describe())
+        with self._lock:
+            self._leak = report
+            if self.restart_on_leak:
+                # Served by the dispatcher before the next request, never in the middle of one.
+                self._restart_waiters.append(("leak", concurrent.futures.Future()))
+        self.ledger.add(LedgerRecord(
+            time_s=time.time(), engine=self.engine, device=self.device, text_chars=0, segments=0,
+            max_segment_chars=0, prompt_s=None, audio_s=None, synthesis_s=None, real_time_factor=None,
+            peak_allocated_bytes=None, peak_reserved_bytes=None, peak_rss_bytes=None, worker_pid=pid,
+            outcome="restart:leak" if self.restart_on_leak else "leak", error=report.describe()))
 
     def _timeout(self, job: _Job) -> None:
         with self._lock:
@@ -699,6 +733,8 @@ class Supervisor:
         with self._lock:
             w = self._worker
             device = (w.ready.facts.get("device") if (w and w.ready) else None) or self.device
+        with self._lock:
+            self._last_outcome = outcome
         self.ledger.add(LedgerRecord(
             time_s=time.time(), engine=self.engine, device=stats.device if stats else device,
             text_chars=len(request.text), segments=len(segments), max_segment_chars=max(len(s) for s in segments),
