@@ -2,7 +2,8 @@
 
 For 25, 50, 100, 200 and 400 characters as one segment, and 2000 characters split into segments
 of at most 200, prints the request's peak memory (torch peak allocated on CUDA; the worker's peak
-RSS on the CPU, with its growth over the RSS before the request), the real-time factor, and the
+RSS on the CPU), what the request added over the memory before it next to what admission's
+fitted model predicts, the real-time factor, and the
 2000/200 peak ratio (goal: at most 1.15). Runs each engine given; the ratio of real-time
 factors between engines is what decides the CPU default (see piper_backends.py).
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.texts import text_of_length  # noqa: E402
 from cosyvoice_ui.engines.base import SynthesisRequest  # noqa: E402
 from cosyvoice_ui.inputs.segments import split_text  # noqa: E402
+from cosyvoice_ui.monitor.admission import extra_bytes, fit_peak  # noqa: E402
 from cosyvoice_ui.worker.supervisor import Supervisor  # noqa: E402
 
 LENGTHS = (25, 50, 100, 200, 400)
@@ -37,25 +39,31 @@ def run_engine(engine: str, device: str, fp16: bool, repeats: int) -> dict:
         long_text = text_of_length(2000)
         cases.append((2000, tuple(split_text(long_text, 200))))
         for chars, segments in cases:
-            peaks, growth, rtfs, audio = [], [], [], []
+            peaks, rtfs, audio = [], [], []
             # Each length in a fresh worker after the same warm-up, so no case inherits the
             # memory an earlier, longer one left in the allocator (RSS on the CPU never shrinks).
             sup.restart(reason="benchmark")
             sup.synthesize(SynthesisRequest(text=text_of_length(200)))
             for _ in range(repeats):
-                before = (sup.status().get("memory") or {}).get("rss_bytes") or 0
                 _, stats = sup.synthesize(SynthesisRequest(text=" ".join(segments), segments=segments))
                 peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes
                 peaks.append(peak)
-                growth.append(stats.peak_rss_bytes - before)
                 rtfs.append(stats.real_time_factor)
                 audio.append(stats.audio_s)
-            rows[chars] = dict(segments=len(segments), peak=max(peaks), growth=max(growth),
+            rows[chars] = dict(segments=len(segments), peak=max(peaks),
                                rtf=statistics.median(rtfs), audio_s=statistics.median(audio),
                                kind="torch peak allocated" if stats.peak_allocated_bytes is not None else "worker peak RSS",
                                device=stats.device)
     finally:
         sup.stop()
+    # Admission's model fitted on this run's ledger, against what each length really added.
+    records = sup.ledger.records()
+    fit = fit_peak(records)
+    for chars, r in rows.items():
+        longest = max(len(s) for s in cases[[c for c, _ in cases].index(chars)][1])
+        actual = max(e for rec in records if rec.max_segment_chars == longest and (e := extra_bytes(rec)) is not None)
+        r["predicted_extra"] = fit.predict(longest)
+        r["actual_extra"] = actual
     return rows
 
 
@@ -72,11 +80,11 @@ def main() -> None:
         results[engine] = rows
         first = next(iter(rows.values()))
         print(f"\n## {engine} on {first['device']} ({first['kind']}; median RTF of {args.repeats}, max peak)\n")
-        print("| chars | segments | audio s | RTF | peak MiB | RSS growth in request MiB |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| chars | segments | audio s | RTF | peak MiB | added in request MiB | admission predicted MiB |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for chars, r in rows.items():
             print(f"| {chars} | {r['segments']} | {r['audio_s']:.1f} | {r['rtf']:.3f} | {r['peak'] / MIB:,.0f} | "
-                  f"{r['growth'] / MIB:,.1f} |")
+                  f"{r['actual_extra'] / MIB:,.1f} | {r['predicted_extra'] / MIB:,.1f} |")
         print(f"\npeak ratio 2000/200 chars: {rows[2000]['peak'] / rows[200]['peak']:.3f} (goal <= 1.15)")
     if len(results) > 1:
         names = list(results)

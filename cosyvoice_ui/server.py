@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
+from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
@@ -24,7 +25,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     (idle by design), 503 otherwise (loading, restarting, crashed, failed, stopped). ``GET /metrics`` is Prometheus
     text format.
     """
-    handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine))
+    admission = Admission(supervisor.ledger,
+                          available_memory(supervisor.status, monitor.nvml.read, settings.memory_reserve))
+    handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
     app = fastapi.FastAPI(docs_url=None, redoc_url=None)
 
     @app.get("/healthz")

@@ -45,6 +45,7 @@ class Settings:
     leak_threshold_fraction: float = 0.05
     leak_window: int = 10
     restart_on_leak: bool = True
+    memory_reserve: float = 0.10
     max_upload_mb: float = 20.0
 
     @property
@@ -111,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_bool(_env("restart_on_leak", d.restart_on_leak)),
                    help="restart a leaking worker between requests (default on)")
     p.add_argument("--no-restart-on-leak", dest="restart_on_leak", action="store_false")
+    p.add_argument("--memory-reserve", type=float, default=float(_env("memory_reserve", d.memory_reserve)),
+                   help="fraction of the device's memory that admission keeps free (default 0.10)")
     p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
     return p
 
@@ -138,6 +141,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):
         if values[name] <= 0:
             parser.error(f"{name} must be positive, got {values[name]}")
+    if not 0 <= values["memory_reserve"] < 1:
+        parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
     if values["idle_unload_after_s"] is not None:
         values["idle_unload_after_s"] = float(values["idle_unload_after_s"])
         if values["idle_unload_after_s"] <= 0:

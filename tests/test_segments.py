@@ -35,3 +35,17 @@ def test_long_words_without_punctuation_split_at_spaces():
     segments = split_text("word " * 100, 42)
     assert all(len(s) <= 42 and not s.startswith(" ") for s in segments)
     assert all(s.split() == ["word"] * len(s.split()) for s in segments)
+
+
+def test_crossfade_join_length_and_continuity():
+    import numpy as np
+
+    from cosyvoice_ui.engines.long_text import crossfade_join
+
+    sr = 1000
+    a, b, c = np.ones(300, np.float32), np.ones(200, np.float32), np.ones(30, np.float32)
+    out = crossfade_join([a, b, c], sr, crossfade_s=0.05)
+    assert len(out) == 300 + 200 + 30 - 50 - 15
+    # Equal-power fade of two equal signals: no dip below cos+sin >= 1, no click above sqrt(2).
+    assert out.min() >= 0.999 and out.max() <= 1.4143
+    assert crossfade_join([], sr).size == 0 and np.array_equal(crossfade_join([a], sr), a)

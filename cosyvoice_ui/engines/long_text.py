@@ -26,16 +26,17 @@ def crossfade_join(pieces: list[np.ndarray], sample_rate_hz: int, crossfade_s: f
     """
     if not pieces:
         return np.zeros(0, dtype=np.float32)
-    out = pieces[0].astype(np.float32)
-    for piece in pieces[1:]:
-        n = min(int(crossfade_s * sample_rate_hz), len(out) // 2, len(piece) // 2)
-        if n <= 0:
-            out = np.concatenate([out, piece])
-            continue
-        t = np.linspace(0.0, np.pi / 2, n, dtype=np.float32)
-        mixed = out[-n:] * np.cos(t) + piece[:n] * np.sin(t)
-        out = np.concatenate([out[:-n], mixed, piece[n:]])
-    return out.astype(np.float32)
+    overlaps = [min(int(crossfade_s * sample_rate_hz), len(a) // 2, len(b) // 2) for a, b in zip(pieces, pieces[1:])]
+    out = np.empty(sum(len(p) for p in pieces) - sum(overlaps), dtype=np.float32)  # one allocation
+    pos = 0
+    for i, piece in enumerate(pieces):
+        n = overlaps[i - 1] if i > 0 else 0
+        if n > 0:
+            t = np.linspace(0.0, np.pi / 2, n, dtype=np.float32)
+            out[pos - n:pos] = out[pos - n:pos] * np.cos(t) + piece[:n] * np.sin(t)
+        out[pos:pos + len(piece) - n] = piece[n:]
+        pos += len(piece) - n
+    return out
 
 
 def synthesize_segments(engine: Engine, request: SynthesisRequest,
@@ -62,5 +63,6 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         notes.extend(n for n in out.notes if n not in notes)
     details = dict(outputs[0].details)
     details["segments"] = len(segments)
-    return SynthesisOutput(audio=crossfade_join([o.audio for o in outputs], rate), sample_rate_hz=rate,
-                           notes=notes, details=details)
+    audio = crossfade_join([o.audio for o in outputs], rate)
+    del outputs  # the pieces are no longer needed while the joined audio is sent
+    return SynthesisOutput(audio=audio, sample_rate_hz=rate, notes=notes, details=details)

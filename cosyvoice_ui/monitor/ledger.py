@@ -41,6 +41,8 @@ class LedgerRecord:
     worker_pid: int | None
     outcome: str
     error: str | None = None
+    memory_before_bytes: int | None = None  # torch allocated on CUDA, else RSS, before the request
+    predicted_peak_bytes: int | None = None  # admission's prediction of the memory it would add
 
 
 class Ledger:

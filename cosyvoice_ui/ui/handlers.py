@@ -7,6 +7,7 @@ kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import gradio as gr
@@ -15,6 +16,7 @@ import numpy as np
 from ..engines.base import Capabilities
 from ..errors import UserFacingError
 from ..inputs.request import build_request
+from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings
 from ..worker.supervisor import Supervisor, report_to_dict
@@ -25,8 +27,9 @@ log = logging.getLogger(__name__)
 
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
-                 capabilities: Capabilities) -> None:
+                 capabilities: Capabilities, admission: Admission | None = None) -> None:
         self.settings = settings
+        self.admission = admission
         self.supervisor = supervisor
         self.monitor = monitor
         self.capabilities = capabilities
@@ -49,6 +52,15 @@ class Handlers:
                 text, prompt_audio, prompt_text, instruction, speed, seed,
                 max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities,
                 max_segment_chars=self.settings.max_segment_chars)
+            predicted = None
+            if self.admission is not None:
+                decision = self.admission.check(request.segments or (request.text,))
+                predicted = decision.predicted_peak_bytes
+                if decision.resplit_to_chars:
+                    request = dataclasses.replace(request, segments=decision.segments)
+                    notes.append(f"Split into segments of at most {decision.resplit_to_chars} characters so the "
+                                 f"request fits in free memory (about {predicted / 2**20:,.0f} MiB needed, "
+                                 f"{decision.available_bytes / 2**20:,.0f} MiB available).")
             if len(request.segments) > 1:
                 progress((0, len(request.segments)), desc="segments", unit="segment")
 
@@ -56,8 +68,9 @@ class Handlers:
                 if total > 1:
                     progress((done, total), desc="segments", unit="segment")
 
-            output, stats = self.supervisor.synthesize(request, on_progress=on_progress)
-        except UserFacingError as e:
+            output, stats = self.supervisor.synthesize(request, on_progress=on_progress,
+                                                       predicted_peak_bytes=predicted)
+        except (UserFacingError, AdmissionError) as e:
             raise gr.Error(str(e), print_exception=False) from None
         notes = notes + list(output.notes)
         peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes
@@ -71,6 +84,7 @@ class Handlers:
             "peak_allocated_bytes": stats.peak_allocated_bytes,
             "peak_reserved_bytes": stats.peak_reserved_bytes,
             "peak_rss_bytes": stats.peak_rss_bytes,
+            "predicted_extra_bytes": predicted,
             "worker_pid": stats.pid,
             "device": stats.device,
             "engine": self.supervisor.engine,

@@ -62,6 +62,7 @@ class _Job:
     crashes: int = 0
     attempts: int = 0
     on_progress: Callable[[int, int], None] | None = None
+    predicted_peak_bytes: int | None = None
 
 
 @dataclasses.dataclass
@@ -168,13 +169,15 @@ class Supervisor:
         return False
 
     def submit(self, request: SynthesisRequest, timeout_s: float | None = None,
-               on_progress: Callable[[int, int], None] | None = None) -> concurrent.futures.Future:
+               on_progress: Callable[[int, int], None] | None = None,
+               predicted_peak_bytes: int | None = None) -> concurrent.futures.Future:
         """Queue a request.
 
         Args:
             timeout_s: this request's deadline in the worker (default ``request_timeout_s``, plus a
                 quarter of it for every segment after the first).
             on_progress: called from the supervisor thread with ``(done, total)`` segments.
+            predicted_peak_bytes: admission's prediction, kept in the ledger beside the actual peak.
 
         Returns:
             A future resolving to ``(SynthesisOutput, RequestStats)``, or raising
@@ -188,7 +191,7 @@ class Supervisor:
         job = _Job(id=uuid.uuid4().hex[:12], request=request, future=future,
                    timeout_s=timeout_s or self.request_timeout_s * (1 + 0.25 * max(0, len(request.segments) - 1)),
                    enqueued_at=time.monotonic(),
-                   on_progress=on_progress)
+                   on_progress=on_progress, predicted_peak_bytes=predicted_peak_bytes)
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
@@ -202,9 +205,10 @@ class Supervisor:
         return future
 
     def synthesize(self, request: SynthesisRequest, timeout_s: float | None = None,
-                   on_progress: Callable[[int, int], None] | None = None) -> tuple[SynthesisOutput, msg.RequestStats]:
+                   on_progress: Callable[[int, int], None] | None = None,
+                   predicted_peak_bytes: int | None = None) -> tuple[SynthesisOutput, msg.RequestStats]:
         """:meth:`submit` and wait for the result (same errors as the future)."""
-        return self.submit(request, timeout_s, on_progress).result()
+        return self.submit(request, timeout_s, on_progress, predicted_peak_bytes).result()
 
     def restart(self, reason: str = "user", wait: bool = True, timeout_s: float | None = None) -> RestartReport | concurrent.futures.Future:
         """Replace the worker with a fresh process.
@@ -746,7 +750,9 @@ class Supervisor:
             peak_reserved_bytes=stats.peak_reserved_bytes if stats else None,
             peak_rss_bytes=stats.peak_rss_bytes if stats else None,
             worker_pid=stats.pid if stats else (w.process.pid if w else None),
-            outcome=outcome, error=error))
+            outcome=outcome, error=error,
+            memory_before_bytes=stats.memory_before_bytes if stats else None,
+            predicted_peak_bytes=job.predicted_peak_bytes))
 
 
 def _fail(job: _Job, error: Exception) -> None:

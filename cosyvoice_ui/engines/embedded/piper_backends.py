@@ -18,7 +18,12 @@ class OnnxBackend:
     def load(self, model_path: str, device: str, fp16: bool) -> dict:
         import onnxruntime
 
-        self._session = onnxruntime.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        # Without the arena, buffers go back to the system after each run, so the worker's memory
+        # follows the current segment instead of keeping the largest one ever seen.
+        options.enable_cpu_mem_arena = False
+        self._session = onnxruntime.InferenceSession(str(model_path), sess_options=options,
+                                                     providers=["CPUExecutionProvider"])
         facts = {"device": "cpu", "dtype": "float32", "runtime": "onnxruntime"}
         if device != "cpu":
             facts["note"] = f"ONNX Runtime runs on the CPU here; --device {device} does not apply to it."

@@ -1,0 +1,74 @@
+"""Admission by predicted peak: the fit, re-splitting, refusing - and through the running app."""
+
+from __future__ import annotations
+
+import pytest
+
+from cosyvoice_ui.monitor.admission import (DEFAULT_INTERCEPT_BYTES, Admission, AdmissionError, fit_peak)
+from cosyvoice_ui.monitor.ledger import Ledger, LedgerRecord
+
+MIB = 2**20
+
+
+def record(chars: int, extra: int, before: int = 300 * MIB) -> LedgerRecord:
+    return LedgerRecord(time_s=0, engine="e", device="cpu", text_chars=chars, segments=1, max_segment_chars=chars,
+                        prompt_s=None, audio_s=1, synthesis_s=1, real_time_factor=1, peak_allocated_bytes=None,
+                        peak_reserved_bytes=None, peak_rss_bytes=before + extra, worker_pid=1, outcome="ok",
+                        memory_before_bytes=before)
+
+
+def test_fit_recovers_the_line_and_never_under_predicts_the_data():
+    recs = [record(c, 50 * MIB + c * MIB + (MIB if c % 2 else 0)) for c in (20, 40, 60, 81, 100, 151, 200)]
+    fit = fit_peak(recs)
+    assert fit.slope_bytes_per_char == pytest.approx(MIB, rel=0.05)
+    assert fit.intercept_bytes == pytest.approx(50 * MIB, rel=0.1)
+    assert all(fit.predict(r.max_segment_chars) >= r.peak_rss_bytes - r.memory_before_bytes for r in recs)
+
+
+def test_conservative_default_before_records():
+    assert fit_peak([]).predict(0) == DEFAULT_INTERCEPT_BYTES
+    assert fit_peak([record(100, MIB)] * 3).records == 3  # too few: still the default
+    assert fit_peak([record(100, MIB)] * 3).predict(100) > 100 * MIB
+
+
+def _admission(available_mib):
+    ledger = Ledger()
+    for c in (25, 50, 100, 200, 400):
+        ledger.add(record(c, 10 * MIB + c * MIB))
+    return Admission(ledger, lambda: available_mib * MIB)
+
+
+def test_fits_as_is():
+    d = _admission(10_000).check(("x" * 200,))
+    assert d.resplit_to_chars is None and d.segments == ("x" * 200,)
+
+
+def test_resplits_when_smaller_segments_fit():
+    text = "Word " * 80
+    d = _admission(120).check((text.strip(),))
+    assert d.resplit_to_chars is not None and d.resplit_to_chars <= 100
+    assert all(len(s) <= d.resplit_to_chars for s in d.segments)
+    assert d.predicted_peak_bytes <= 120 * MIB
+
+
+def test_refuses_with_needed_and_available():
+    with pytest.raises(AdmissionError) as e:
+        _admission(15).check(("x" * 200,))
+    message = str(e.value)
+    assert "needs about 210 MiB" in message and "15 MiB is available" in message
+
+
+def test_running_app_refuses_when_reserve_leaves_nothing():
+    from gradio_client import Client
+
+    from .conftest import RunningApp
+
+    app = RunningApp("--memory-reserve", "0.999")
+    try:
+        app.wait_healthy()
+        client = Client(app.url, verbose=False)
+        with pytest.raises(Exception, match="Not enough free memory.*needs about"):
+            client.predict(text="Hello there.", api_name="/synthesize")
+        assert client.predict(api_name="/status")["state"] == "ready"
+    finally:
+        app.stop()
