@@ -1,0 +1,86 @@
+"""Soak: 2 clients send requests through gradio_client for a bounded time; is worker memory flat?
+
+Starts the app (embedded engine, CPU unless --device), writes its ledger to a temporary file,
+and compares the worker's memory before each request (torch allocated on CUDA, else RSS) over the
+first ten and the last ten requests of the same worker. Goal: growth under 2 %.
+
+    .venv/bin/python bench/soak.py --minutes 60 [--clients 2] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gradio_client import Client, handle_file  # noqa: E402
+
+from bench.texts import text_of_length  # noqa: E402
+from tests.conftest import RunningApp, prompt_files  # noqa: E402
+
+INSTRUCTIONS = ["", "happy", "用悲伤的语气", "whisper", "fast", "calm"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    ledger = Path(tempfile.mkdtemp()) / "ledger.jsonl"
+    app = RunningApp("--ledger", str(ledger), "--device", args.device)
+    prompts = prompt_files()
+    errors: list[str] = []
+    done = [0]
+    stop_at = time.monotonic() + args.minutes * 60
+
+    def client_loop(seed: int) -> None:
+        rng = random.Random(seed)
+        client = Client(app.url, verbose=False)
+        while time.monotonic() < stop_at:
+            try:
+                client.predict(text=text_of_length(rng.choice([40, 80, 150, 200, 400])),
+                               prompt_audio=handle_file(str(rng.choice(prompts))),
+                               instruction=rng.choice(INSTRUCTIONS), api_name="/synthesize")
+                done[0] += 1
+            except Exception as e:  # counted, not fatal: the soak is about memory
+                errors.append(str(e)[:200])
+                time.sleep(1)
+
+    try:
+        app.wait_healthy()
+        threads = [threading.Thread(target=client_loop, args=(i,)) for i in range(args.clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=args.minutes * 60 + 600)
+    finally:
+        app.stop()
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    ok = [r for r in records if r["outcome"] == "ok" and r["memory_before_bytes"]]
+    pids = {r["worker_pid"] for r in ok}
+    pid = max(pids, key=lambda p: sum(1 for r in ok if r["worker_pid"] == p))
+    series = [r["memory_before_bytes"] for r in ok if r["worker_pid"] == pid]
+    first, last = statistics.mean(series[:10]), statistics.mean(series[-10:])
+    growth = (last - first) / first
+    print(f"{args.minutes:g} min, {args.clients} clients: {done[0]} requests ok, {len(errors)} errors, "
+          f"{len(pids)} worker pid(s), restarts by outcome: "
+          f"{sorted({r['outcome'] for r in records if r['outcome'] != 'ok'})}")
+    print(f"worker {pid} memory before request: first ten {first / 2**20:,.1f} MiB, last ten {last / 2**20:,.1f} MiB, "
+          f"growth {growth:+.2%} (goal < 2 %) over {len(series)} requests")
+    for e in errors[:5]:
+        print("error:", e)
+    return 0 if growth < 0.02 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
