@@ -122,3 +122,46 @@ def test_leading_and_trailing_silence_trimmed(speech, tmp_path):
     prompt = load_prompt_audio(str(tmp_path / "padded.wav"))
     assert prompt.trimmed_s >= 5.5
     assert prompt.seconds < len(samples) / sr + 0.2
+
+
+def test_sample_rate_sharing_no_factor_with_24k(speech, tmp_path):
+    # 47999 Hz and 24 kHz share no factor: a naive sinc resampler needs gigabytes here.
+    samples, sr = speech
+    sf.write(tmp_path / "odd.wav", np.interp(np.arange(0, len(samples), sr / 47999), np.arange(len(samples)), samples)
+             .astype(np.float32), 47999)
+    prompt = load_prompt_audio(str(tmp_path / "odd.wav"))
+    assert prompt.source_sample_rate_hz == 47999 and 4.0 < prompt.seconds < 6.0
+
+
+def test_hours_of_compressed_audio_are_refused_without_decoding_it_all(speech, tmp_path):
+    samples, sr = speech
+    long = np.tile(samples, 30)  # about 160 s
+    path = audio_corpus.ogg_opus(long, sr, tmp_path)
+    message = _refused(path, "long", "30 s")
+    assert "could not be decoded" not in message
+
+
+def test_long_wav_refused_from_its_header(tmp_path):
+    sf.write(tmp_path / "long.wav", np.zeros(24000 * 200, dtype=np.int16), 24000)
+    _refused(tmp_path / "long.wav", "200.0 s long")
+
+
+def test_truncated_to_a_few_samples_says_truncated(tmp_path):
+    data = (PROMPTS_DIR / "f5_basic_ref_en.wav").read_bytes()[:100]
+    (tmp_path / "cut.wav").write_bytes(data)
+    with pytest.raises(InputError, match="truncated"):
+        load_prompt_audio(str(tmp_path / "cut.wav"))
+
+
+def test_opposite_phase_stereo_uses_one_channel(speech, tmp_path):
+    samples, sr = speech
+    sf.write(tmp_path / "phase.wav", np.stack([samples, -samples], axis=1), sr)
+    prompt = load_prompt_audio(str(tmp_path / "phase.wav"))
+    assert any("opposite phase" in n for n in prompt.notes) and prompt.seconds > 4.0
+
+
+def test_error_does_not_leak_server_paths(tmp_path):
+    path = tmp_path / "secret-name.wav"
+    path.write_text("not audio\n" * 50)
+    message = _refused(path, "could not be decoded")
+    assert str(tmp_path) not in message and "secret-name" not in message

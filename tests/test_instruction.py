@@ -45,3 +45,14 @@ def test_every_preset_is_understood():
     for preset in PRESETS:
         parsed = parse_instruction(preset)
         assert parsed.styles and not parsed.unrecognized, preset
+
+
+@pytest.mark.parametrize("instruction", ["not happy", "don't whisper", "不开心", "别生气"])
+def test_negated_styles_are_not_applied_and_are_reported(instruction):
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == () and parsed.unrecognized, parsed
+
+
+def test_emoji_instruction_is_reported():
+    assert parse_instruction("😀").unrecognized == ("😀",)
+    assert parse_instruction("happy 🎉").styles == ("happy",)

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -29,6 +30,16 @@ TRIM_BELOW_PEAK_DB = 40.0  # frames this far below the loudest frame count as si
 _FRAME_S = 0.02
 _PAD_S = 0.05
 SUPPORTED_FORMATS = "WAV, FLAC, MP3, OGG/Opus, M4A/AAC or WebM"
+# Decoding stops here: a prompt longer than this cannot pass the 30 s check after trimming, and a
+# few kilobytes of low-bitrate Opus can hold hours of audio (found by a newcomer test: 6 h in 17 MB).
+MAX_DECODE_S = 120.0
+MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
+# torchaudio's sinc resampler builds a kernel of size (from/gcd) x (to/gcd); for a rate sharing no
+# factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
+# of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
+_MAX_RESAMPLE_RATIO_TERM = 2000
+# Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
+_DECODE_SLOTS = threading.BoundedSemaphore(2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,21 +89,35 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
     errors = []
     try:
         return _decode_with_soundfile(path)
+    except InputError:
+        raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     try:
         return _decode_with_pyav(path)
+    except InputError:
+        raise
     except Exception as e:
         errors.append(f"PyAV: {e}")
+    detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     raise InputError(
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
-        f"Upload a {SUPPORTED_FORMATS} recording. ({'; '.join(errors)[:300]})"
+        f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
     )
+
+
+def _too_long(seconds: float) -> InputError:
+    return InputError(
+        f"The prompt audio is {seconds:.1f} s long; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
+        "is accepted. Cut a clean 3-10 s stretch of speech.")
 
 
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
+    info = sf.info(path)
+    if info.samplerate > 0 and info.frames > MAX_DECODE_S * info.samplerate:
+        raise _too_long(info.frames / info.samplerate)  # known from the header: do not decode
     data, sr = sf.read(path, dtype="float32", always_2d=True)
     if data.size == 0:
         raise ValueError("no samples")
@@ -111,10 +136,15 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
         resampler = av.AudioResampler(format="fltp")
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
+        decoded = 0
         for frame in container.decode(stream):
             rate = frame.sample_rate or rate
             for out in resampler.resample(frame):
                 chunks.append(out.to_ndarray())
+                decoded += out.samples
+            if rate and decoded > MAX_DECODE_S * rate:
+                # Containers often carry no reliable duration; stop decoding instead.
+                raise _too_long(decoded / rate)
         for out in resampler.resample(None):
             chunks.append(out.to_ndarray())
     if not chunks or not rate:
@@ -137,6 +167,10 @@ def resample(samples: np.ndarray, from_hz: int, to_hz: int) -> np.ndarray:
     """
     if from_hz == to_hz:
         return samples.astype(np.float32, copy=False)
+    if from_hz // math.gcd(from_hz, to_hz) > _MAX_RESAMPLE_RATIO_TERM:
+        from_hz = max(50, int(round(from_hz / 50.0)) * 50)  # see _MAX_RESAMPLE_RATIO_TERM
+        if from_hz == to_hz:
+            return samples.astype(np.float32, copy=False)
     import torch
     import torchaudio.functional as F
 
@@ -190,8 +224,16 @@ def load_prompt_audio(path: str) -> PromptAudio:
         InputError: with a message naming the problem (not audio, truncated, NaN, too low a
             sample rate, silent, too short, too long) and what would work.
     """
+    with _DECODE_SLOTS:
+        return _load_prompt_audio(path)
+
+
+def _load_prompt_audio(path: str) -> PromptAudio:
     data, sr = decode_audio_file(path)
     frames, channels = data.shape
+    if sr > MAX_SOURCE_SAMPLE_RATE_HZ:
+        raise InputError(f"The prompt audio claims a sample rate of {sr} Hz, which no recorder uses. "
+                         "Export it again at 16-48 kHz.")
     if not np.all(np.isfinite(data)):
         bad = int(np.count_nonzero(~np.isfinite(data)))
         raise InputError(
@@ -205,13 +247,19 @@ def load_prompt_audio(path: str) -> PromptAudio:
             "Record again at 16 kHz or more (44.1 or 48 kHz is best)."
         )
     raw_seconds = frames / sr
-    if raw_seconds > 10 * MAX_PROMPT_S:
-        # Do not spend time resampling minutes of audio that will be rejected anyway.
-        raise InputError(
-            f"The prompt audio is {raw_seconds:.1f} s long; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
-            "is accepted. Cut a clean 3-10 s stretch of speech."
-        )
+    if raw_seconds > MAX_DECODE_S:
+        raise _too_long(raw_seconds)
+    if raw_seconds < 0.1:
+        raise InputError(f"The prompt audio holds only {raw_seconds * 1000:.0f} ms of sound: the file is probably "
+                         "truncated. Upload the whole recording (3-10 s of speech).")
+    notes = []
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
+    if channels > 1:
+        # Channels in opposite phase cancel in the mean; then one channel is the better mix-down.
+        channel_power = float(np.mean(data ** 2))
+        if channel_power > 0 and float(np.mean(mono ** 2)) < 0.01 * channel_power:
+            mono = data[:, int(np.argmax(np.mean(data ** 2, axis=0)))]
+            notes.append("The prompt's channels cancel each other when mixed (opposite phase); one channel was used.")
     mono = resample(mono, sr, PROMPT_SAMPLE_RATE_HZ)
     peak_dbfs = float(frame_rms_dbfs(mono, PROMPT_SAMPLE_RATE_HZ).max())
     if peak_dbfs < SILENCE_FLOOR_DBFS:
@@ -231,7 +279,6 @@ def load_prompt_audio(path: str) -> PromptAudio:
             f"The prompt audio is {seconds:.1f} s long after trimming silence; at most {MAX_PROMPT_S:.0f} s is "
             "accepted. Cut a clean 3-10 s stretch of speech."
         )
-    notes = []
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
     clipped = float(np.mean(np.abs(data) >= 0.999))

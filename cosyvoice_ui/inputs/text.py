@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from ..errors import InputError
@@ -28,12 +29,17 @@ LANGUAGE_NAMES = {
 _LATIN_LANGUAGES = {"en", "de", "es", "fr", "it"}
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
+
+
 def _script_of(ch: str) -> str | None:
+    if not ch.isalpha():  # digits (also Arabic-Indic ones), punctuation and symbols have no language
+        return None
     cp = ord(ch)
     for lang, ranges in _SCRIPT_RANGES.items():
         if any(lo <= cp <= hi for lo, hi in ranges):
             return lang
-    if ch.isalpha() and ("LATIN" in unicodedata.name(ch, "")):
+    if "LATIN" in unicodedata.name(ch, ""):
         return "en"
     return None
 
@@ -57,9 +63,10 @@ def detect_languages(text: str) -> dict[str, int]:
 
 
 def clean_text(text: str) -> str:
-    """Normalize to NFC, turn line breaks and tabs into spaces, drop other control characters
-    (NUL, escape sequences, bidi overrides) and collapse runs of spaces."""
-    text = unicodedata.normalize("NFC", text)
+    """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``,
+    ``²`` becomes ``2``), drop terminal escape sequences, turn line breaks and tabs into spaces,
+    drop other control characters (NUL, bidi overrides) and collapse runs of spaces."""
+    text = _ANSI_ESCAPE.sub("", unicodedata.normalize("NFKC", text))
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
@@ -111,12 +118,15 @@ def _check_languages(text: str, languages: tuple[str, ...]) -> None:
     if supported & _LATIN_LANGUAGES:
         supported.add("en")
     foreign = {lang: n for lang, n in counts.items() if lang not in supported}
+    # A stray symbol-like letter (π in a formula, µ in a unit) does not make a text foreign.
+    if sum(foreign.values()) <= max(1, 0.1 * sum(counts.values())) and set(counts) - set(foreign):
+        return
     if not foreign:
         return
     names = ", ".join(LANGUAGE_NAMES.get(c, c) for c in languages)
     found = ", ".join(LANGUAGE_NAMES.get(c, c) for c in sorted(foreign, key=foreign.get, reverse=True))
     raise InputError(
         f"This engine speaks {names} only, and the text contains {found}. "
-        f"Write the text in {names}, or start the app with an engine that speaks {found} "
-        f"(for example --engine cosyvoice)."
+        f"Write the text in {names}, or run the app with an engine that speaks {found} "
+        f"(CosyVoice 3 speaks Chinese, English, Japanese, Korean and more; see the README)."
     )

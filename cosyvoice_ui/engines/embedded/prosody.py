@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +88,8 @@ _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调",
                    "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
                    "、", "！", "？", "和", "又", "再")
 
+_NEGATIONS = {"not", "no", "don't", "dont", "never", "without", "un"}
+
 PRESETS: tuple[str, ...] = (
     "happy", "sad", "angry", "calm", "whisper", "fast", "slow", "loud", "soft",
     "用开心的语气", "用悲伤的语气", "用生气的语气", "平静地说", "悄悄地说", "快一点", "慢一点", "大声", "小声",
@@ -135,20 +138,36 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
             remaining = remaining[:idx] + " " * len(phrase) + remaining[idx + len(phrase):]
     word_to_style = {w: s for s, ws in _ENGLISH_WORDS.items() for w in ws}
     unrecognized: list[str] = []
+    negated_at = -10
     for match in re.finditer(r"[A-Za-z']+|[^\sA-Za-z']+", remaining):
         token = match.group(0)
         lower = token.lower()
+        if lower in _NEGATIONS:
+            negated_at = match.end()
+            unrecognized.append(token)
+            continue
         if lower in word_to_style:
-            found.append((match.start(), word_to_style[lower]))
+            if match.start() - negated_at <= 1:  # "not happy": a negated style is not applied
+                unrecognized[-1] = f"{unrecognized[-1]} {token}"
+            else:
+                found.append((match.start(), word_to_style[lower]))
             continue
         if lower in _ENGLISH_FILLER:
             continue
         leftover = token
         for filler in sorted(_CHINESE_FILLER, key=len, reverse=True):
             leftover = leftover.replace(filler, "")
-        leftover = re.sub(r"[\W_]+", "", leftover)
+        # Only punctuation is noise; letters, emoji and other symbols are something asked for.
+        leftover = "".join(ch for ch in leftover if not unicodedata.category(ch).startswith(("P", "Z")))
         if leftover:
             unrecognized.append(token)
+    # Chinese negation directly before a phrase (不开心, 别生气): drop that style, report it.
+    for neg in ("不要", "不", "别", "没有"):
+        for phrase, style in phrases:
+            idx = text.find(neg + phrase)
+            if idx >= 0:
+                found = [(i, s) for i, s in found if not (i == idx + len(neg) and s == style)]
+                unrecognized.append(neg + phrase)
     styles: list[str] = []
     for _, style in sorted(found):
         if style not in styles:
