@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+
+import uvicorn
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,8 +20,6 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_settings(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("cosyvoice_ui")
-
-    import uvicorn
 
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.monitor.leak import LeakWatchdog
@@ -44,18 +46,64 @@ def main(argv: list[str] | None = None) -> int:
                             history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log).start()
     if monitor.nvml_error:
         log.info("GPU monitor: NVML unavailable (%s); showing host memory instead", monitor.nvml_error)
+    log.info("loading the %s engine in the worker process ...", settings.engine)
+    import torchaudio.functional  # noqa: F401 - the prompt resampler; loaded now, not on the first request
+    if not supervisor.wait_ready(settings.worker_start_timeout_s + 5):
+        # A model that cannot load at start (no GPU for --device cuda, a bad engine) is a
+        # configuration error: say so and exit instead of serving a page that cannot work.
+        print(f"error: {supervisor.status()['last_error']}", file=sys.stderr)
+        supervisor.stop(grace_s=1)
+        monitor.stop()
+        return 2
     app = build_app(settings, supervisor, monitor)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the app is reachable from the network, without authentication", settings.host)
-    log.info("open http://%s:%d in a browser", "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
-    try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning",
-                    timeout_graceful_shutdown=int(settings.restart_grace_s))
-    finally:
-        log.info("shutting down: letting the running request finish, then ending the worker")
+    log.info("ready: open http://%s:%d in a browser", "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
+    drained = threading.Event()
+
+    def drain() -> None:
+        if drained.is_set():
+            return
+        drained.set()
+        log.info("shutting down: no new requests; letting the running one finish (up to %.0f s), then "
+                 "ending the worker", settings.restart_grace_s)
         supervisor.stop()
         monitor.stop()
+
+    server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                                            timeout_graceful_shutdown=5), drain)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        drain()  # no-op when the signal path already drained
+    log.info("stopped")
     return 0
+
+
+class DrainingServer(uvicorn.Server):
+    """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT the supervisor stops taking
+    requests, fails queued ones with a retry hint and lets the running one finish (bounded), while
+    HTTP stays up so that its answer reaches the client; then uvicorn shuts down as usual. A second
+    signal exits at once."""
+
+    def __init__(self, config: uvicorn.Config, drain) -> None:
+        super().__init__(config)
+        self._drain = drain
+        self._draining = False
+
+    def handle_exit(self, sig, frame) -> None:
+        if self._draining:
+            return super().handle_exit(sig, frame)
+        self._draining = True
+
+        def drain_then_exit() -> None:
+            self._drain()
+            time.sleep(1.0)  # let the last answers leave before connections close
+            super(DrainingServer, self).handle_exit(sig, frame)
+
+        threading.Thread(target=drain_then_exit, name="drain", daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -49,8 +49,10 @@ case "${1:-}" in
     # Not exec: the trap must outlive python to stop nvidia-smi dmon.
     "$PY" app.py "$@" &
     APP_PID=$!
+    # SIGTERM to this script is passed on; Ctrl-C already reaches python through the terminal's
+    # process group, and a second SIGINT would make it exit without draining.
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID; cleanup; exit 143' TERM
-    trap 'kill -INT $APP_PID 2>/dev/null; wait $APP_PID; cleanup; exit 130' INT
+    trap 'wait $APP_PID; cleanup; exit 130' INT
     wait $APP_PID
     ;;
 esac

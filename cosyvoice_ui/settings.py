@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 from typing import Sequence
@@ -65,12 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface of ``app.py`` (and ``./run.sh``, which passes flags on)."""
     d = Settings()
     p = argparse.ArgumentParser(
-        prog="app.py",
+        prog="app.py", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Voice-cloning text-to-speech in the browser, with the model in a supervised worker process.",
     )
     p.add_argument("--host", default=_env("host", d.host),
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
-    p.add_argument("--port", type=int, default=int(_env("port", d.port)))
+    p.add_argument("--port", type=_port, default=_env("port", d.port))
     p.add_argument("--engine", default=_env("engine", d.engine),
                    help="synthesis engine: 'embedded' (Piper + WORLD, default, downloads nothing), or 'module:Class'")
     p.add_argument("--device", default=_env("device", d.device),
@@ -78,44 +79,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16)),
                    help="half precision on CUDA where the engine supports it (default on)")
     p.add_argument("--no-fp16", dest="fp16", action="store_false")
-    p.add_argument("--max-text-chars", type=int, default=int(_env("max_text_chars", d.max_text_chars)),
+    p.add_argument("--max-text-chars", type=int, default=_env("max_text_chars", d.max_text_chars),
                    help="longest text accepted, in characters")
-    p.add_argument("--max-segment-chars", type=int, default=int(_env("max_segment_chars", d.max_segment_chars)),
+    p.add_argument("--max-segment-chars", type=int, default=_env("max_segment_chars", d.max_segment_chars),
                    help="longer texts are split at sentence and clause boundaries into segments of at most this")
-    p.add_argument("--max-queue", type=int, default=int(_env("max_queue", d.max_queue)),
+    p.add_argument("--max-queue", type=int, default=_env("max_queue", d.max_queue),
                    help="requests waiting for the worker before new ones get an immediate 'busy' answer")
-    p.add_argument("--request-timeout", dest="request_timeout_s", type=float,
-                   default=float(_env("request_timeout", d.request_timeout_s)),
+    p.add_argument("--request-timeout", dest="request_timeout_s", type=_finite_float,
+                   default=_env("request_timeout", d.request_timeout_s),
                    help="seconds a request may run in the worker before the worker is restarted")
-    p.add_argument("--restart-grace", dest="restart_grace_s", type=float,
-                   default=float(_env("restart_grace", d.restart_grace_s)),
+    p.add_argument("--restart-grace", dest="restart_grace_s", type=_finite_float,
+                   default=_env("restart_grace", d.restart_grace_s),
                    help="seconds Restart waits for an in-flight request before killing the worker")
-    p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=float,
-                   default=float(_env("worker_start_timeout", d.worker_start_timeout_s)))
-    p.add_argument("--monitor-interval", dest="monitor_interval_s", type=float,
-                   default=float(_env("monitor_interval", d.monitor_interval_s)))
+    p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=_finite_float,
+                   default=_env("worker_start_timeout", d.worker_start_timeout_s))
+    p.add_argument("--monitor-interval", dest="monitor_interval_s", type=_finite_float,
+                   default=_env("monitor_interval", d.monitor_interval_s))
     p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
                    help="append memory samples to this file in nvidia-smi dmon style")
     p.add_argument("--ledger", default=_env("ledger", d.ledger),
                    help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to this file")
-    p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=float,
+    p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=_finite_float,
                    default=_env("idle_unload_after", d.idle_unload_after_s),
                    help="end the worker after this many seconds without requests (frees the GPU); off by default")
-    p.add_argument("--leak-threshold-mb", type=float, default=float(_env("leak_threshold_mb", d.leak_threshold_mb)),
+    p.add_argument("--leak-threshold-mb", type=_finite_float, default=_env("leak_threshold_mb", d.leak_threshold_mb),
                    help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
                         "(the larger of this and --leak-threshold-fraction of the baseline)")
-    p.add_argument("--leak-threshold-fraction", type=float,
-                   default=float(_env("leak_threshold_fraction", d.leak_threshold_fraction)))
-    p.add_argument("--leak-window", type=int, default=int(_env("leak_window", d.leak_window)),
+    p.add_argument("--leak-threshold-fraction", type=_finite_float,
+                   default=_env("leak_threshold_fraction", d.leak_threshold_fraction))
+    p.add_argument("--leak-window", type=int, default=_env("leak_window", d.leak_window),
                    help="leak watchdog: requests whose median after-request memory is compared with the baseline")
     p.add_argument("--restart-on-leak", dest="restart_on_leak", action="store_true",
                    default=_bool(_env("restart_on_leak", d.restart_on_leak)),
                    help="restart a leaking worker between requests (default on)")
     p.add_argument("--no-restart-on-leak", dest="restart_on_leak", action="store_false")
-    p.add_argument("--memory-reserve", type=float, default=float(_env("memory_reserve", d.memory_reserve)),
+    p.add_argument("--memory-reserve", type=_finite_float, default=_env("memory_reserve", d.memory_reserve),
                    help="fraction of the device's memory that admission keeps free (default 0.10)")
-    p.add_argument("--max-upload-mb", type=float, default=float(_env("max_upload_mb", d.max_upload_mb)))
+    p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb))
     return p
+
+
+def _finite_float(text) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _port(text) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    return value
 
 
 def _bool(value) -> bool:
@@ -143,8 +158,11 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error(f"{name} must be positive, got {values[name]}")
     if not 0 <= values["memory_reserve"] < 1:
         parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
+    if values["gpu_log"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["gpu_log"]))):
+        parser.error(f"--gpu-log {values['gpu_log']!r}: the folder does not exist")
+    if values["ledger"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["ledger"]))):
+        parser.error(f"--ledger {values['ledger']!r}: the folder does not exist")
     if values["idle_unload_after_s"] is not None:
-        values["idle_unload_after_s"] = float(values["idle_unload_after_s"])
         if values["idle_unload_after_s"] <= 0:
             parser.error("--idle-unload-after must be a positive number of seconds")
     return Settings(**values)

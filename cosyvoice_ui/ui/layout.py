@@ -14,7 +14,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
     """Build the Gradio Blocks. Event names (``api_name``) are the stable public API."""
     caps = handlers.capabilities
     settings = handlers.settings
-    with gr.Blocks(title="cosyvoice_ui") as demo:
+    # Uploads and results in Gradio's cache are deleted after an hour (checked every 10 minutes),
+    # so a server that runs for days does not fill its temp folder.
+    with gr.Blocks(title="cosyvoice_ui", delete_cache=(600, 3600)) as demo:
         gr.Markdown(I18N("title"), elem_id="title")
         gr.Markdown(I18N("subtitle"))
         with gr.Row():

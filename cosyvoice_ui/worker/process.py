@@ -206,9 +206,12 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     web process is gone), or after sending :class:`~.protocol.LoadFailed`.
     """
     _configure_allocator()
-    # Ctrl-C in a terminal reaches the whole process group; the supervisor decides when the
-    # worker stops, so an in-flight request can finish during a drain.
+    # Ctrl-C in a terminal, and SIGTERM sent to the process group (systemd, docker, timeout),
+    # reach the worker too; the supervisor decides when it stops, so the running request can
+    # finish during a drain. The supervisor ends it with a Shutdown message or SIGKILL, and a
+    # closed pipe (web process gone) ends it as well.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     pid = os.getpid()
     send_lock = threading.Lock()
     busy: list[str | None] = [None]

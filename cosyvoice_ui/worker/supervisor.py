@@ -481,6 +481,9 @@ class Supervisor:
         """Start a worker and wait for Ready. Retries a worker that dies while loading (3 tries);
         a LoadFailed is final until the next restart."""
         for attempt in range(3):
+            with self._lock:
+                if self._stopping:  # never start a worker during shutdown
+                    return False
             w = self._spawn()
             with self._lock:
                 self._worker = w
@@ -639,6 +642,7 @@ class Supervisor:
             self._inflight = None
             self._state = RESTARTING
             self._restarts["timeout"] += 1
+            self._last_error = f"A request passed its {job.timeout_s:.0f} s deadline; the worker was restarted."
         log.error("request %s passed its %.0f s deadline; restarting worker %s", job.id, job.timeout_s, w.process.pid)
         self._kill(w)
         self._record(job, "timeout", error=f"deadline {job.timeout_s:.0f} s")
@@ -712,7 +716,7 @@ class Supervisor:
         with self._lock:
             jobs = list(self._pending)
             self._pending.clear()
-            error = self._last_error or "The model could not be loaded."
+            error = (self._last_error or "The model could not be loaded.").rstrip(".") + "."
         for j in jobs:
             _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log)."))
 
