@@ -89,3 +89,15 @@ class CudaAllocEngine(FaultEngine):
         mb = int(os.environ.get("CUDA_ALLOC_MB", "256"))
         self._block = torch.empty(mb * 2**20, dtype=torch.uint8, device=device)
         return {"device": device, "dtype": "uint8"}
+
+
+class CudaLeakyEngine(CudaAllocEngine):
+    """Keeps ``LEAK_MB`` (default 64) MiB more CUDA memory after every request."""
+
+    def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
+        import torch
+
+        self._kept = getattr(self, "_kept", [])
+        self._kept.append(torch.ones(int(os.environ.get("LEAK_MB", "64")) * 2**20, dtype=torch.uint8,
+                                     device=self._block.device))
+        return super().synthesize(request)

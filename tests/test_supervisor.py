@@ -252,7 +252,9 @@ def test_out_of_memory_twice_gives_peak_and_worker_stays(fault_supervisor):
     with pytest.raises(SynthesisFailed, match=r"peak [\d,]+ MiB reached.*again when retried"):
         fault_supervisor.synthesize(SynthesisRequest(text="this will oom every time it runs"))
     assert fault_supervisor.worker_pid == pid
+    assert fault_supervisor.status()["degraded"]  # /healthz says so until a request succeeds
     fault_supervisor.synthesize(SynthesisRequest(text="next request works"))
+    assert not fault_supervisor.status()["degraded"]
 
 
 def test_free_cache_keeps_the_worker(fault_supervisor):

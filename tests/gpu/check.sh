@@ -12,4 +12,5 @@ echo "== app, fp16";  $PY tests/gpu/check_app.py --fp16
 echo "== app, fp32";  $PY tests/gpu/check_app.py --no-fp16
 echo "== memory vs length, fp16"; $PY bench/memory_vs_length.py --device cuda --engines embedded-torch --repeats 2
 echo "== memory vs length, fp32"; $PY bench/memory_vs_length.py --device cuda --engines embedded-torch --repeats 2 --no-fp16
-echo "== CUDA tests"; $PY -m pytest -q tests/gpu
+echo "== CUDA tests (worker memory, leak watchdog, admission)"; $PY -m pytest -q tests/gpu
+echo "== VITS port vs ONNX Runtime"; $PY bench/vits_equivalence.py | tail -1
