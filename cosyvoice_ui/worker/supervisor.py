@@ -140,6 +140,7 @@ class Supervisor:
         self._pending: collections.deque[_Job] = collections.deque()
         self._restart_waiters: list[tuple[str, concurrent.futures.Future]] = []
         self._stopping = False
+        self._grace_on_stop = restart_grace_s
         self._worker: _Worker | None = None
         self._inflight: _Job | None = None
         self._state = STARTING
@@ -580,7 +581,7 @@ class Supervisor:
                 return
             with self._lock:
                 wants_restart = bool(self._restart_waiters) or self._stopping
-                stop_grace = getattr(self, "_grace_on_stop", self.restart_grace_s)
+                stop_grace = self._grace_on_stop
             if wants_restart and grace_deadline is None:
                 grace_deadline = now + (stop_grace if self._stopping else self.restart_grace_s)
             if grace_deadline is not None and now > grace_deadline:

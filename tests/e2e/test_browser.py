@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import PROMPTS_DIR, RunningApp
+from ..conftest import PROMPTS_DIR
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -22,13 +22,8 @@ pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exist
 
 
 @pytest.fixture(scope="module")
-def app():
-    app = RunningApp()
-    try:
-        app.wait_healthy()
-        yield app
-    finally:
-        app.stop()
+def app(app_server):
+    return app_server
 
 
 @pytest.fixture(scope="module")
