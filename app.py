@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     app = build_app(settings, supervisor, monitor)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serving on %s: the app is reachable from the network, without authentication", settings.host)
+        log.warning("serving on %s: the app is reachable from the network%s", settings.host,
+                    "" if settings.auth else ", without authentication (see --auth)")
     log.info("ready: open http://%s:%d in a browser", "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
     drained = threading.Event()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hmac
+
 import fastapi
 import gradio as gr
 from fastapi.responses import JSONResponse, Response
@@ -30,8 +32,18 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
     app = fastapi.FastAPI(docs_url=None, redoc_url=None)
 
+    def token_ok(request: fastapi.Request) -> bool:
+        if not settings.metrics_token:
+            return True
+        given = request.headers.get("authorization", "")
+        return hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode())
+
+    unauthorized = JSONResponse({"error": "missing or wrong bearer token (--metrics-token)"}, status_code=401)
+
     @app.get("/healthz")
-    def healthz() -> JSONResponse:
+    def healthz(request: fastapi.Request) -> JSONResponse:
+        if not token_ok(request):
+            return unauthorized
         status = handlers.status()
         healthy = status["state"] in HEALTHY_STATES
         word = ("degraded" if status.get("degraded") else "ok") if healthy else "unavailable"
@@ -42,13 +54,16 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     supervisor.ledger.subscribe(metrics.observe)
 
     @app.get("/metrics")
-    def prometheus_metrics() -> Response:
+    def prometheus_metrics(request: fastapi.Request) -> Response:
+        if not token_ok(request):
+            return unauthorized
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     demo = build_blocks(handlers)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4)
-    return gr.mount_gradio_app(app, demo, path="/", i18n=I18N,
+    auth = tuple(settings.auth.split(":", 1)) if settings.auth else None
+    return gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
                                footer_links=["api"])

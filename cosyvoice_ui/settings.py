@@ -47,6 +47,8 @@ class Settings:
     leak_window: int = 10
     restart_on_leak: bool = True
     memory_reserve: float = 0.10
+    auth: str | None = None  # "user:password"
+    metrics_token: str | None = None
     max_upload_mb: float = 20.0
 
     @property
@@ -115,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-restart-on-leak", dest="restart_on_leak", action="store_false")
     p.add_argument("--memory-reserve", type=_finite_float, default=_env("memory_reserve", d.memory_reserve),
                    help="fraction of the device's memory that admission keeps free (default 0.10)")
+    p.add_argument("--auth", default=_env("auth", d.auth),
+                   help="USER:PASSWORD required for the page and every API call (or set COSYVOICE_UI_AUTH)")
+    p.add_argument("--metrics-token", default=_env("metrics_token", d.metrics_token),
+                   help="bearer token required for /metrics and /healthz (open when not set)")
     p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb))
     return p
 
@@ -156,6 +162,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):
         if values[name] <= 0:
             parser.error(f"{name} must be positive, got {values[name]}")
+    if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
+        parser.error("--auth must look like USER:PASSWORD, both non-empty")
     if not 0 <= values["memory_reserve"] < 1:
         parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
     if values["gpu_log"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["gpu_log"]))):
