@@ -7,6 +7,7 @@ that the supervisor spawns.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import threading
 import time
@@ -96,7 +97,11 @@ class DrainingServer(uvicorn.Server):
 
     def handle_exit(self, sig, frame) -> None:
         if self._draining:
-            return super().handle_exit(sig, frame)
+            # SIGTERM often arrives twice (to the process group and forwarded by run.sh): only a
+            # second Ctrl-C means "exit now".
+            if sig == signal.SIGINT:
+                return super().handle_exit(sig, frame)
+            return None
         self._draining = True
 
         def drain_then_exit() -> None:

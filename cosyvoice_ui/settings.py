@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
     p.add_argument("--port", type=_port, default=_env("port", d.port))
     p.add_argument("--engine", default=_env("engine", d.engine),
-                   help="synthesis engine: 'embedded' (Piper + WORLD, default, downloads nothing), or 'module:Class'")
+                   help="synthesis engine: embedded (Piper + WORLD; PyTorch on CUDA, ONNX Runtime on the CPU), "
+                        "embedded-torch, embedded-onnx, or module:Class")
     p.add_argument("--device", default=_env("device", d.device),
                    help="auto | cpu | cuda | cuda:N (auto picks cuda:0 when the worker sees a GPU)")
     p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16)),
@@ -164,6 +165,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error(f"{name} must be positive, got {values[name]}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
+    if values["leak_threshold_mb"] < 0 or not 0 <= values["leak_threshold_fraction"] <= 1:
+        parser.error("--leak-threshold-mb must be >= 0 and --leak-threshold-fraction within [0, 1]")
     if not 0 <= values["memory_reserve"] < 1:
         parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
     if values["gpu_log"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["gpu_log"]))):

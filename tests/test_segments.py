@@ -49,3 +49,13 @@ def test_crossfade_join_length_and_continuity():
     # Equal-power fade of two equal signals: no dip below cos+sin >= 1, no click above sqrt(2).
     assert out.min() >= 0.999 and out.max() <= 1.4143
     assert crossfade_join([], sr).size == 0 and np.array_equal(crossfade_join([a], sr), a)
+
+
+@pytest.mark.parametrize("keep", ["3.14", "www.example.com", "e.g.", "U.S.A.", "1,000,000", "3:2"])
+def test_splitting_never_changes_the_text(keep):
+    sentence = f"The value {keep} appears in this sentence, which is long enough to need a split here. "
+    text = (sentence * 6).strip()
+    segments = split_text(text, 120)
+    assert len(segments) > 1
+    assert " ".join(segments) == text  # only the spaces between segments are dropped
+    assert all(keep in s for s in segments if "value" in s)

@@ -10,32 +10,27 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE_END = re.compile(r"[.!?。！？；;…]+[\"'”’）)\]]*\s*")
-_CLAUSE_END = re.compile(r"[,，、:：—–]+\s*")
+# ASCII punctuation ends a sentence or clause only before a space or the end ("3.14", "e.g.x",
+# "1,000" and "www.example.com" stay whole); CJK punctuation ends one wherever it stands.
+_SENTENCE_END = re.compile(r"(?:[.!?;…]+[\"'”’)\]]*(?=\s|$)|[。！？；]+[”’）」』]*)\s*")
+_CLAUSE_END = re.compile(r"(?:[,:]+(?=\s)|[，、：—–]+)\s*")
 _SPACE = re.compile(r"\s+")
 
 
-def _split_keep(text: str, pattern: re.Pattern) -> list[str]:
-    pieces, start = [], 0
-    for m in pattern.finditer(text):
-        if m.end() > start:
-            pieces.append(text[start:m.end()])
-            start = m.end()
-    if start < len(text):
-        pieces.append(text[start:])
-    return [p for p in pieces if p.strip()]
+def _spans(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[int, int]]:
+    """Split text[start:end] after each match of ``pattern``; spans keep the original characters."""
+    out, pos = [], start
+    for m in pattern.finditer(text, start, end):
+        if m.end() > pos:
+            out.append((pos, m.end()))
+            pos = m.end()
+    if pos < end:
+        out.append((pos, end))
+    return [(a, b) for a, b in out if text[a:b].strip()]
 
 
-def _is_cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\uffef"
-
-
-def _join(a: str, b: str) -> str:
-    if not a:
-        return b
-    if _is_cjk(a[-1]) or _is_cjk(b[0]):
-        return a + b
-    return a + " " + b
+def _stripped_len(text: str, a: int, b: int) -> int:
+    return len(text[a:b].strip())
 
 
 def split_text(text: str, max_chars: int) -> list[str]:
@@ -46,28 +41,33 @@ def split_text(text: str, max_chars: int) -> list[str]:
         max_chars: segment limit (``--max-segment-chars``), at least 1.
 
     Returns:
-        Non-empty, stripped segments whose concatenation (with spaces between Latin words)
-        is the text; a text within the limit comes back as one segment.
+        Non-empty segments, each an unchanged stretch of the text (only the spaces between
+        segments are dropped); a text within the limit comes back as one segment.
     """
     text = text.strip()
     if len(text) <= max_chars:
         return [text] if text else []
-    pieces: list[str] = []
-    for sentence in _split_keep(text, _SENTENCE_END):
-        if len(sentence.strip()) <= max_chars:
-            pieces.append(sentence.strip())
+    pieces: list[tuple[int, int]] = []
+    for a, b in _spans(text, 0, len(text), _SENTENCE_END):
+        if _stripped_len(text, a, b) <= max_chars:
+            pieces.append((a, b))
             continue
-        for clause in _split_keep(sentence, _CLAUSE_END):
-            if len(clause.strip()) <= max_chars:
-                pieces.append(clause.strip())
+        for c, d in _spans(text, a, b, _CLAUSE_END):
+            if _stripped_len(text, c, d) <= max_chars:
+                pieces.append((c, d))
                 continue
-            for word in _split_keep(clause, _SPACE) if " " in clause.strip() else [clause]:
-                word = word.strip()
-                pieces.extend(word[i:i + max_chars] for i in range(0, len(word), max_chars))
-    segments: list[str] = []
-    for piece in pieces:
-        if segments and len(_join(segments[-1], piece)) <= max_chars:
-            segments[-1] = _join(segments[-1], piece)
+            for e, f in _spans(text, c, d, _SPACE):
+                while _stripped_len(text, e, f) > max_chars:  # a run with no space: cut it hard
+                    while text[e].isspace():
+                        e += 1
+                    pieces.append((e, e + max_chars))
+                    e += max_chars
+                if text[e:f].strip():
+                    pieces.append((e, f))
+    segments: list[tuple[int, int]] = []
+    for a, b in pieces:
+        if segments and _stripped_len(text, segments[-1][0], b) <= max_chars:
+            segments[-1] = (segments[-1][0], b)
         else:
-            segments.append(piece)
-    return segments
+            segments.append((a, b))
+    return [text[a:b].strip() for a, b in segments]

@@ -77,7 +77,7 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
     if status.get("leak"):
         lines.append(f"⚠️ **Memory leak suspected:** {status['leak']['message']}")
     elif status.get("last_leak"):
-        lines.append(f"⚠️ **Worker restarted for a suspected leak:** {status['last_leak']}")
+        lines.append(f"⚠️ **A previous worker was suspected of leaking:** {status['last_leak']}")
     if status.get("last_outcome") == "out_of_memory":
         lines.append("⚠️ **The last request ran out of memory.**")
     if status.get("last_error") and status["state"] not in ("ready", "busy"):

@@ -7,6 +7,7 @@ kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, 
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 
@@ -14,7 +15,7 @@ import gradio as gr
 import numpy as np
 
 from ..engines.base import Capabilities
-from ..errors import UserFacingError
+from ..errors import SynthesisFailed, UserFacingError
 from ..inputs.request import build_request
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
@@ -61,16 +62,29 @@ class Handlers:
                     notes.append(f"Split into segments of at most {decision.resplit_to_chars} characters so the "
                                  f"request fits in free memory (about {predicted / 2**20:,.0f} MiB needed, "
                                  f"{decision.available_bytes / 2**20:,.0f} MiB available).")
-            if len(request.segments) > 1:
-                progress((0, len(request.segments)), desc="segments", unit="segment")
+            # Gradio's progress only works from the handler's own thread, so the supervisor's
+            # callback records the count and this thread reports it while it waits.
+            segments_done = [0, len(request.segments) or 1]
 
             def on_progress(done: int, total: int) -> None:
-                if total > 1:
-                    progress((done, total), desc="segments", unit="segment")
+                segments_done[:] = [done, total]
 
-            output, stats = self.supervisor.synthesize(request, on_progress=on_progress,
-                                                       predicted_peak_bytes=predicted)
+            future = self.supervisor.submit(request, on_progress=on_progress, predicted_peak_bytes=predicted)
+            shown = None
+            while True:
+                if segments_done[1] > 1 and tuple(segments_done) != shown:
+                    shown = tuple(segments_done)
+                    progress(shown, desc="segments", unit="segment")
+                try:
+                    output, stats = future.result(timeout=0.25)
+                    break
+                except concurrent.futures.TimeoutError:
+                    continue
         except (UserFacingError, AdmissionError) as e:
+            if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
+                outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
+                           "InputError": "refused:input"}.get(type(e).__name__, "refused")
+                self.supervisor.ledger.add_refusal(self.supervisor.engine, outcome, len(text or ""), str(e))
             raise gr.Error(str(e), print_exception=False) from None
         notes = notes + list(output.notes)
         peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes
