@@ -50,8 +50,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                     restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")
-                ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False, wrap=True)
                 status_json = gr.JSON(visible=False)
+        # Full width: the ledger has more columns than the monitor column can show.
+        ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False)
 
         presets.change(lambda p: p or gr.skip(), inputs=presets, outputs=instruction,
                        api_visibility="private", queue=False, show_progress="hidden")
