@@ -59,16 +59,13 @@ def build_request(
         notes.extend(audio.notes)
     elif capabilities.prompt_audio_required:
         raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone.")
-    instruction_clean = clean_text(instruction or "")
-    if len(instruction_clean) > MAX_INSTRUCTION_CHARS:
-        raise InputError(f"The instruction is {len(instruction_clean)} characters long; the limit is "
-                         f"{MAX_INSTRUCTION_CHARS}. Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")
+    instruction_clean = _optional_text(
+        instruction, MAX_INSTRUCTION_CHARS, "instruction",
+        "Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")
     if instruction_clean and not capabilities.instruction_presets:
         notes.append("This engine does not take instructions; the instruction was not applied.")
-    prompt_text_clean = clean_text(prompt_text or "")
-    if len(prompt_text_clean) > MAX_PROMPT_TEXT_CHARS:
-        raise InputError(f"The prompt text is {len(prompt_text_clean)} characters long; the limit is "
-                         f"{MAX_PROMPT_TEXT_CHARS}. It should be the transcript of the prompt audio only.")
+    prompt_text_clean = _optional_text(
+        prompt_text, MAX_PROMPT_TEXT_CHARS, "prompt text", "It should be the transcript of the prompt audio only.")
     if prompt_text_clean and not capabilities.uses_prompt_text:
         notes.append("This engine does not use the prompt text; it clones from the audio alone.")
     speed_value = _number(speed, 1.0, "speed")
@@ -81,6 +78,13 @@ def build_request(
                                instruction=instruction_clean, speed=speed_value, seed=int(seed_value),
                                segments=tuple(split_text(clean, max_segment_chars)))
     return request, notes
+
+
+def _optional_text(value: str | None, limit: int, name: str, hint: str) -> str:
+    cleaned = clean_text(value or "")
+    if len(cleaned) > limit:
+        raise InputError(f"The {name} is {len(cleaned)} characters long; the limit is {limit}. {hint}")
+    return cleaned
 
 
 def _number(value, default: float, name: str) -> float:

@@ -73,12 +73,14 @@ class Ledger:
             except Exception:
                 log.exception("ledger listener failed")
 
-    def add_refusal(self, engine: str, outcome: str, text_chars: int, error: str) -> None:
-        """Record a request refused in the web process (bad input, busy, not enough memory)."""
-        self.add(LedgerRecord(time_s=time.time(), engine=engine, device="", text_chars=text_chars, segments=0,
+    def add_event(self, engine: str, device: str, outcome: str, error: str, text_chars: int = 0,
+                  worker_pid: int | None = None) -> None:
+        """Record something that is not a synthesized request: a refusal in the web process (bad
+        input, busy, not enough memory) or a restart for a suspected leak."""
+        self.add(LedgerRecord(time_s=time.time(), engine=engine, device=device, text_chars=text_chars, segments=0,
                               max_segment_chars=0, prompt_s=None, audio_s=None, synthesis_s=None,
                               real_time_factor=None, peak_allocated_bytes=None, peak_reserved_bytes=None,
-                              peak_rss_bytes=None, worker_pid=None, outcome=outcome, error=error[:300]))
+                              peak_rss_bytes=None, worker_pid=worker_pid, outcome=outcome, error=error[:300]))
 
     def records(self) -> list[LedgerRecord]:
         """All kept records, oldest first."""

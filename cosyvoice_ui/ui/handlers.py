@@ -84,7 +84,7 @@ class Handlers:
             if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
                            "InputError": "refused:input"}.get(type(e).__name__, "refused")
-                self.supervisor.ledger.add_refusal(self.supervisor.engine, outcome, len(text or ""), str(e))
+                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=len(text or ""))
             raise gr.Error(str(e), print_exception=False) from None
         notes = notes + list(output.notes)
         peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes

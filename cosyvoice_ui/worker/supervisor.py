@@ -631,11 +631,8 @@ class Supervisor:
             if self.restart_on_leak:
                 # Served by the dispatcher before the next request, never in the middle of one.
                 self._restart_waiters.append(("leak", concurrent.futures.Future()))
-        self.ledger.add(LedgerRecord(
-            time_s=time.time(), engine=self.engine, device=self.device, text_chars=0, segments=0,
-            max_segment_chars=0, prompt_s=None, audio_s=None, synthesis_s=None, real_time_factor=None,
-            peak_allocated_bytes=None, peak_reserved_bytes=None, peak_rss_bytes=None, worker_pid=pid,
-            outcome="restart:leak" if self.restart_on_leak else "leak", error=report.describe()))
+        self.ledger.add_event(self.engine, self.device, "restart:leak" if self.restart_on_leak else "leak",
+                              report.describe(), worker_pid=pid)
 
     def _timeout(self, job: _Job) -> None:
         with self._lock:
