@@ -59,3 +59,25 @@ def test_splitting_never_changes_the_text(keep):
     assert len(segments) > 1
     assert " ".join(segments) == text  # only the spaces between segments are dropped
     assert all(keep in s for s in segments if "value" in s)
+
+
+def test_joiner_gives_the_same_audio_however_the_segments_arrive_in_chunks():
+    """Streaming (chunks) and whole segments must join to identical audio."""
+    import numpy as np
+
+    from cosyvoice_ui.engines.long_text import SegmentJoiner, crossfade_join
+
+    rng = np.random.default_rng(0)
+    sr = 16000
+    segments = [rng.standard_normal(n).astype(np.float32) * 0.1 for n in (8000, 300, 12000, 1601)]
+    whole = crossfade_join(segments, sr)
+    joiner = SegmentJoiner(sr)
+    out = []
+    for i, seg in enumerate(segments):
+        cuts = np.sort(rng.integers(0, len(seg), 5))
+        for piece in np.split(seg, cuts):
+            out.append(joiner.push(i, piece))
+    out.append(joiner.finish())
+    streamed = np.concatenate(out)
+    assert len(streamed) == len(whole) == sum(map(len, segments)) - 150 - 150 - 800  # b (300) limits two fades
+    np.testing.assert_allclose(streamed, whole, atol=1e-6)

@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 
+import numpy as np
 import psutil
 import pytest
 
@@ -245,6 +246,45 @@ def test_out_of_memory_retries_with_smaller_segments(fault_supervisor):
     assert any("retried with segments of at most" in n for n in output.notes)
     assert stats.segments >= 2
     assert len(output.audio) > 0
+
+
+def test_audio_leaves_the_worker_segment_by_segment(fault_supervisor):
+    """Each segment's audio reaches the web process while later segments are still running, and
+    the result is exactly what was streamed."""
+    segments = ("first segment", "second one", "sleep:1.5 third")
+    streamed, done_when_streamed = [], []
+    future = fault_supervisor.submit(
+        SynthesisRequest(text=" ".join(segments), segments=segments),
+        on_audio=lambda audio, rate, restarted: (streamed.append(audio), done_when_streamed.append(future.done())))
+    output, stats = future.result(timeout=30)
+    assert streamed and not any(done_when_streamed)
+    np.testing.assert_array_equal(np.concatenate(streamed), output.audio)
+    expected_s = 0.1 * sum(len(s) for s in segments) - 2 * 0.05  # 0.1 s a character, two cross-fades
+    assert abs(stats.audio_s - expected_s) < 1e-3 and len(output.audio) == round(expected_s * 16000)
+
+
+def test_out_of_memory_retry_drops_the_audio_of_the_first_attempt(fault_supervisor):
+    long_segment = "a later segment that is long enough, with a clause, and another clause to split"
+    segments = ("short first", long_segment)
+    restarts = []
+    output, stats = fault_supervisor.submit(
+        SynthesisRequest(text=" ".join(segments), segments=segments, prompt_text="oom-over:50"),
+        on_audio=lambda audio, rate, restarted: restarts.append(restarted)).result(timeout=30)
+    assert any("retried with segments" in n for n in output.notes)
+    assert stats.segments >= 3 and restarts.count(True) == 1
+    # Only the second attempt's audio: 0.1 s a character of its segments, less the cross-fades.
+    chars = sum(len(s) for s in segments) - (stats.segments - len(segments))  # spaces dropped at splits
+    assert abs(stats.audio_s - (0.1 * chars - 0.05 * (stats.segments - 1))) < 0.15
+
+
+def test_crash_in_a_later_segment_says_the_audio_again_once(fault_supervisor):
+    segments = ("first segment", "crash-once here")
+    restarts = []
+    output, stats = fault_supervisor.submit(
+        SynthesisRequest(text=" ".join(segments), segments=segments),
+        on_audio=lambda audio, rate, restarted: restarts.append(restarted)).result(timeout=60)
+    assert restarts.count(True) == 1
+    assert abs(stats.audio_s - (0.1 * 28 - 0.05)) < 1e-3
 
 
 def test_out_of_memory_twice_gives_peak_and_worker_stays(fault_supervisor):

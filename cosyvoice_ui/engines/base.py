@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 import numpy as np
 
@@ -121,3 +121,15 @@ class Engine(abc.ABC):
             ValueError: the request cannot be served by this engine; the message is shown to the user.
             MemoryError / torch.OutOfMemoryError: out of memory.
         """
+
+    def synthesize_stream(self, request: SynthesisRequest) -> Iterator[SynthesisOutput]:
+        """Speak ``request.text`` as a sequence of chunks that follow each other directly.
+
+        Engines that produce audio incrementally (CosyVoice's ``stream=True``) override this; the
+        default yields :meth:`synthesize`'s one output. Every chunk has the same sample rate;
+        notes and details may ride on any chunk (the first chunk's details are kept).
+
+        Raises:
+            The same as :meth:`synthesize`.
+        """
+        yield self.synthesize(request)

@@ -1,7 +1,9 @@
-"""Synthesizing a request segment by segment and joining the pieces (runs in the worker).
+"""Long text: synthesize segment by segment in the worker, join the pieces in the web process.
 
-Peak memory then depends on the longest segment, not on the whole text: each segment's
-activations are freed before the next starts.
+The worker sends each segment's audio away as soon as it exists (``on_chunk``) and keeps none of
+it, so its peak memory depends on the longest segment, not on the whole text
+(``bench/memory_vs_length.py``). The web process joins the pieces with :class:`SegmentJoiner`,
+the same way whether it streams them to the browser or returns one file.
 """
 
 from __future__ import annotations
@@ -16,53 +18,140 @@ from .base import Engine, SynthesisOutput, SynthesisRequest
 CROSSFADE_S = 0.05
 
 
-def crossfade_join(pieces: list[np.ndarray], sample_rate_hz: int, crossfade_s: float = CROSSFADE_S) -> np.ndarray:
-    """Concatenate mono float32 pieces, overlapping neighbours by ``crossfade_s`` with an
-    equal-power (sine/cosine) fade so the joins neither click nor dip in level.
+@dataclasses.dataclass
+class SegmentsSummary:
+    """What the worker knows after the last segment: everything but the audio, which it sent away.
 
-    Returns:
-        float32 of shape ``(sum(len) - (len(pieces) - 1) * overlap,)``; pieces shorter than
-        twice the overlap are joined with a shorter fade.
+    Attributes:
+        sample_rate_hz: rate of every chunk.
+        samples: total samples sent (before joining; joining removes the cross-fade overlaps).
+        notes: the segments' notes without repeats.
+        details: the first chunk's details plus ``segments``.
     """
-    if not pieces:
-        return np.zeros(0, dtype=np.float32)
-    overlaps = [min(int(crossfade_s * sample_rate_hz), len(a) // 2, len(b) // 2) for a, b in zip(pieces, pieces[1:])]
-    out = np.empty(sum(len(p) for p in pieces) - sum(overlaps), dtype=np.float32)  # one allocation
-    pos = 0
-    for i, piece in enumerate(pieces):
-        n = overlaps[i - 1] if i > 0 else 0
-        if n > 0:
-            t = np.linspace(0.0, np.pi / 2, n, dtype=np.float32)
-            out[pos - n:pos] = out[pos - n:pos] * np.cos(t) + piece[:n] * np.sin(t)
-        out[pos:pos + len(piece) - n] = piece[n:]
-        pos += len(piece) - n
-    return out
+
+    sample_rate_hz: int
+    samples: int
+    notes: list[str]
+    details: dict
 
 
 def synthesize_segments(engine: Engine, request: SynthesisRequest,
-                        on_progress: Callable[[int, int], None] | None = None) -> SynthesisOutput:
-    """Run ``engine`` on each of ``request.segments`` (or the whole text) and join the audio.
+                        on_chunk: Callable[[int, np.ndarray, int], None],
+                        on_progress: Callable[[int, int], None] | None = None) -> SegmentsSummary:
+    """Run ``engine`` on each of ``request.segments`` (or the whole text), one after another.
 
     Args:
+        on_chunk: called with ``(segment_index, audio, sample_rate_hz)`` for every chunk the
+            engine yields (float32 ``(n,)`` mono); the caller owns the audio from then on.
         on_progress: called with ``(done, total)`` after each segment.
 
-    Returns:
-        One :class:`SynthesisOutput`: joined audio, notes without repeats, the first segment's
-        details plus ``segments``.
+    Raises:
+        Whatever the engine raises (``ValueError`` for a request it refuses, MemoryError /
+        ``torch.OutOfMemoryError``).
     """
     segments = request.segments or (request.text,)
-    outputs = []
+    notes: list[str] = []
+    details: dict = {}
+    rate = 0
+    samples = 0
     for i, text in enumerate(segments):
         seed = request.seed + 1000 * i if request.seed >= 0 else -1
-        outputs.append(engine.synthesize(dataclasses.replace(request, text=text, segments=(), seed=seed)))
+        for out in engine.synthesize_stream(dataclasses.replace(request, text=text, segments=(), seed=seed)):
+            rate = rate or out.sample_rate_hz
+            if out.sample_rate_hz != rate:
+                raise RuntimeError(f"engine changed sample rate mid-request ({rate} -> {out.sample_rate_hz} Hz)")
+            notes.extend(n for n in out.notes if n not in notes)
+            if not details:
+                details = dict(out.details)
+            samples += len(out.audio)
+            on_chunk(i, np.asarray(out.audio, dtype=np.float32), rate)
         if on_progress is not None:
             on_progress(i + 1, len(segments))
-    rate = outputs[0].sample_rate_hz
-    notes: list[str] = []
-    for out in outputs:
-        notes.extend(n for n in out.notes if n not in notes)
-    details = dict(outputs[0].details)
     details["segments"] = len(segments)
-    audio = crossfade_join([o.audio for o in outputs], rate)
-    del outputs  # the pieces are no longer needed while the joined audio is sent
-    return SynthesisOutput(audio=audio, sample_rate_hz=rate, notes=notes, details=details)
+    return SegmentsSummary(sample_rate_hz=rate, samples=samples, notes=notes, details=details)
+
+
+class SegmentJoiner:
+    """Joins audio arriving chunk by chunk: chunks of one segment follow each other directly,
+    neighbouring segments overlap by up to ``crossfade_s`` with an equal-power (sine/cosine) fade,
+    so the joins neither click nor dip in level. The overlap is at most half of either segment.
+
+    It holds back the end of each segment until it knows whether another follows, and the start
+    of the next until the fade can be computed, so what :meth:`push` returns can be played at
+    once. How a segment is cut into chunks does not change the result (a test checks it).
+
+    Args:
+        sample_rate_hz: rate of every chunk.
+    """
+
+    def __init__(self, sample_rate_hz: int, crossfade_s: float = CROSSFADE_S) -> None:
+        self.sample_rate_hz = sample_rate_hz
+        self._fade = int(crossfade_s * sample_rate_hz)
+        self._segment: int | None = None
+        self._segment_samples = 0
+        self._held = np.zeros(0, dtype=np.float32)  # end of the audio so far, kept for a fade
+        self._fading: np.ndarray | None = None  # previous segment's end, waiting for this one's start
+        self._head = np.zeros(0, dtype=np.float32)  # this segment's start, waiting to fade in
+
+    def push(self, segment: int, audio: np.ndarray) -> np.ndarray:
+        """Add one chunk (float32 ``(n,)``) of segment number ``segment``; returns float32 samples
+        ready to play (possibly empty)."""
+        audio = np.asarray(audio, dtype=np.float32)
+        out = []
+        if self._segment is not None and segment != self._segment:
+            out.extend(self._end_segment())
+            self._fading, self._held, self._segment_samples = self._held, np.zeros(0, dtype=np.float32), 0
+        self._segment = segment
+        self._segment_samples += len(audio)
+        if self._fading is not None:
+            self._head = np.concatenate([self._head, audio])
+            if len(self._head) < 2 * len(self._fading):
+                return _joined(out)
+            out.extend(self._fade_in())
+        else:
+            out.extend(self._hold(audio))
+        return _joined(out)
+
+    def finish(self) -> np.ndarray:
+        """Everything still held back; the joiner is empty afterwards."""
+        out = self._end_segment() + [self._held]
+        self._held = np.zeros(0, dtype=np.float32)
+        self._segment, self._segment_samples = None, 0
+        return _joined(out)
+
+    def _end_segment(self) -> list[np.ndarray]:
+        # A segment shorter than twice the fade ends before its fade-in could be computed.
+        return self._fade_in() if self._fading is not None else []
+
+    def _fade_in(self) -> list[np.ndarray]:
+        fading, head = self._fading, self._head
+        n = min(len(fading), len(head) // 2)
+        t = np.linspace(0.0, np.pi / 2, n, dtype=np.float32)
+        out = [fading[:len(fading) - n], fading[len(fading) - n:] * np.cos(t) + head[:n] * np.sin(t)]
+        self._fading, self._head = None, np.zeros(0, dtype=np.float32)
+        return out + self._hold(head[n:])
+
+    def _hold(self, audio: np.ndarray) -> list[np.ndarray]:
+        buffer = np.concatenate([self._held, audio])
+        keep = min(self._fade, self._segment_samples // 2, len(buffer))
+        self._held = buffer[len(buffer) - keep:]
+        return [buffer[:len(buffer) - keep]]
+
+
+def _joined(pieces: list[np.ndarray]) -> np.ndarray:
+    pieces = [p for p in pieces if len(p)]
+    if not pieces:
+        return np.zeros(0, dtype=np.float32)
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+
+def crossfade_join(pieces: list[np.ndarray], sample_rate_hz: int, crossfade_s: float = CROSSFADE_S) -> np.ndarray:
+    """Join whole segments (float32 ``(n,)`` each) as :class:`SegmentJoiner` does.
+
+    Returns:
+        float32 of ``sum(len) - overlaps`` samples, each overlap at most ``crossfade_s`` and at most
+        half of either neighbour.
+    """
+    joiner = SegmentJoiner(sample_rate_hz, crossfade_s)
+    out = [joiner.push(i, p) for i, p in enumerate(pieces)] + [joiner.finish()]
+    return np.concatenate(out).astype(np.float32, copy=False)

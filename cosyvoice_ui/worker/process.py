@@ -14,6 +14,9 @@ import threading
 import time
 import traceback
 
+import numpy as np
+
+from ..engines.base import SynthesisOutput
 from . import protocol as msg
 
 
@@ -151,11 +154,16 @@ class OutOfMemoryAfterRetry(Exception):
     pass
 
 
-def _synthesize_with_oom_retry(engine, request, progress, memory):
-    """Run the request; on out-of-memory free caches and retry once with smaller segments.
+def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory):
+    """Run the request, sending its audio chunk by chunk; on out-of-memory free caches and run it
+    again once with smaller segments (its chunks marked ``attempt=1``, so the web process drops
+    the first attempt's).
+
+    Args:
+        send_chunk: ``(attempt, segment, audio, sample_rate_hz)``.
 
     Returns:
-        ``(output, segments_used)``.
+        ``(SegmentsSummary, segments_used, notes)``.
 
     Raises:
         OutOfMemoryAfterRetry: the retry ran out of memory too (or could not split further); the
@@ -163,8 +171,11 @@ def _synthesize_with_oom_retry(engine, request, progress, memory):
     """
     from ..engines.long_text import synthesize_segments
 
+    def chunks_of(attempt):
+        return lambda segment, audio, rate: send_chunk(attempt, segment, audio, rate)
+
     try:
-        return synthesize_segments(engine, request, progress), len(request.segments) or 1
+        return synthesize_segments(engine, request, chunks_of(0), progress), len(request.segments) or 1, []
     except BaseException as e:  # noqa: BLE001
         if not _is_out_of_memory(e):
             raise
@@ -178,7 +189,7 @@ def _synthesize_with_oom_retry(engine, request, progress, memory):
             "The segments are already as short as they go. Use a shorter prompt audio, or restart the "
             "application to free memory held elsewhere.")
     try:
-        output = synthesize_segments(engine, smaller, progress)
+        summary = synthesize_segments(engine, smaller, chunks_of(1), progress)
     except BaseException as e:  # noqa: BLE001
         if not _is_out_of_memory(e):
             raise
@@ -187,9 +198,9 @@ def _synthesize_with_oom_retry(engine, request, progress, memory):
         raise OutOfMemoryAfterRetry(
             f"Out of memory while synthesizing (peak {peak / 2**20:,.0f} MiB reached), and again when retried "
             f"with segments of at most {limit} characters. Try a shorter text or prompt audio.") from None
-    output.notes.append(f"Ran out of memory at first (peak {peak / 2**20:,.0f} MiB); succeeded when retried "
-                        f"with segments of at most {limit} characters.")
-    return output, len(smaller.segments)
+    note = (f"Ran out of memory at first (peak {peak / 2**20:,.0f} MiB); succeeded when retried "
+            f"with segments of at most {limit} characters.")
+    return summary, len(smaller.segments), [note]
 
 
 def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float) -> None:
@@ -273,10 +284,17 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
             def progress(done: int, total: int, request_id: str = command.request_id) -> None:
                 send(msg.Progress(request_id=request_id, done=done, total=total))
 
-            output, segments_used = _synthesize_with_oom_retry(engine, command.request, progress, memory)
+            def send_chunk(attempt, segment, audio, rate, request_id: str = command.request_id) -> None:
+                send(msg.AudioChunk(request_id=request_id, segment=segment, audio=audio,
+                                    sample_rate_hz=rate, attempt=attempt))
+
+            summary, segments_used, retry_notes = _synthesize_with_oom_retry(
+                engine, command.request, send_chunk, progress, memory)
             synthesis_s = time.perf_counter() - t_start
             peak_alloc, peak_reserved, peak_rss = memory.end_request()
-            audio_s = len(output.audio) / output.sample_rate_hz
+            output = SynthesisOutput(audio=np.zeros(0, dtype=np.float32), sample_rate_hz=summary.sample_rate_hz,
+                                     notes=summary.notes + retry_notes, details=summary.details)
+            audio_s = summary.samples / summary.sample_rate_hz if summary.sample_rate_hz else 0.0
             stats = msg.RequestStats(
                 synthesis_s=synthesis_s, audio_s=audio_s,
                 real_time_factor=synthesis_s / audio_s if audio_s > 0 else float("inf"),

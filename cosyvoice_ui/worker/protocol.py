@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..engines.base import SynthesisOutput, SynthesisRequest
 
 
@@ -96,6 +98,26 @@ class Progress:
 
 
 @dataclasses.dataclass(frozen=True)
+class AudioChunk:
+    """Audio of a running request, sent as soon as the engine yields it, so the worker never
+    holds the whole text's audio (the web process joins the chunks).
+
+    Attributes:
+        segment: index of the text segment the chunk belongs to (chunks of one segment follow
+            each other directly; segments are cross-faded).
+        audio: float32 ``(n,)`` mono in [-1, 1] at ``sample_rate_hz``.
+        attempt: 0, or 1 after an out-of-memory retry with shorter segments: the web process
+            drops the chunks of an earlier attempt.
+    """
+
+    request_id: str
+    segment: int
+    audio: np.ndarray
+    sample_rate_hz: int
+    attempt: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class RequestStats:
     """Measurements of one request inside the worker.
 
@@ -123,6 +145,9 @@ class RequestStats:
 
 @dataclasses.dataclass(frozen=True)
 class Done:
+    """The request finished. ``output.audio`` is empty: the audio came in :class:`AudioChunk`
+    messages before this one."""
+
     request_id: str
     output: SynthesisOutput
     stats: RequestStats

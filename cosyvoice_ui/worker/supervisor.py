@@ -29,7 +29,10 @@ import time
 import uuid
 from typing import Callable
 
+import numpy as np
+
 from ..engines.base import SynthesisOutput, SynthesisRequest
+from ..engines.long_text import SegmentJoiner
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
 from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
@@ -63,6 +66,12 @@ class _Job:
     attempts: int = 0
     on_progress: Callable[[int, int], None] | None = None
     predicted_peak_bytes: int | None = None
+    on_audio: Callable[[np.ndarray, int, bool], None] | None = None
+    # The audio so far of the running attempt, joined as it arrives (see _take_chunk).
+    joiner: SegmentJoiner | None = None
+    pieces: list = dataclasses.field(default_factory=list)
+    chunk_attempt: int = 0
+    restarted_audio: bool = False
 
 
 @dataclasses.dataclass
@@ -171,7 +180,8 @@ class Supervisor:
 
     def submit(self, request: SynthesisRequest, timeout_s: float | None = None,
                on_progress: Callable[[int, int], None] | None = None,
-               predicted_peak_bytes: int | None = None) -> concurrent.futures.Future:
+               predicted_peak_bytes: int | None = None,
+               on_audio: Callable[[np.ndarray, int, bool], None] | None = None) -> concurrent.futures.Future:
         """Queue a request.
 
         Args:
@@ -179,6 +189,10 @@ class Supervisor:
                 quarter of it for every segment after the first).
             on_progress: called from the supervisor thread with ``(done, total)`` segments.
             predicted_peak_bytes: admission's prediction, kept in the ledger beside the actual peak.
+            on_audio: called from the supervisor thread with ``(samples, sample_rate_hz, restarted)``
+                as joined audio becomes ready to play (float32 ``(n,)``); ``restarted`` is True on the
+                first piece of a new attempt (after a worker crash or an out-of-memory retry), whose
+                audio starts again from the beginning. The future's output holds all of it.
 
         Returns:
             A future resolving to ``(SynthesisOutput, RequestStats)``, or raising
@@ -192,7 +206,7 @@ class Supervisor:
         job = _Job(id=uuid.uuid4().hex[:12], request=request, future=future,
                    timeout_s=timeout_s or self.request_timeout_s * (1 + 0.25 * max(0, len(request.segments) - 1)),
                    enqueued_at=time.monotonic(),
-                   on_progress=on_progress, predicted_peak_bytes=predicted_peak_bytes)
+                   on_progress=on_progress, predicted_peak_bytes=predicted_peak_bytes, on_audio=on_audio)
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
@@ -546,6 +560,7 @@ class Supervisor:
             self._inflight = job
             self._state = BUSY
         job.attempts += 1
+        self._reset_audio(job, attempt=0)
         if not job.future.running() and not job.future.set_running_or_notify_cancel():
             with self._lock:
                 self._inflight = None
@@ -562,6 +577,8 @@ class Supervisor:
                 if isinstance(m, (msg.Done, msg.Failed)) and m.request_id == job.id:
                     self._finish(job, m)
                     return
+                if isinstance(m, msg.AudioChunk) and m.request_id == job.id:
+                    self._take_chunk(job, m)
                 if isinstance(m, msg.Progress) and m.request_id == job.id and job.on_progress:
                     try:
                         job.on_progress(m.done, m.total)
@@ -600,6 +617,40 @@ class Supervisor:
                                                        "It may be sent again once the server is back."))
                 return
 
+    def _reset_audio(self, job: _Job, attempt: int) -> None:
+        # A new attempt says the audio again from its start: what came before is dropped.
+        job.restarted_audio = bool(job.pieces) or job.joiner is not None
+        job.joiner, job.pieces, job.chunk_attempt = None, [], attempt
+
+    def _take_chunk(self, job: _Job, m: msg.AudioChunk) -> None:
+        if m.attempt != job.chunk_attempt:
+            self._reset_audio(job, m.attempt)
+        if job.joiner is None:
+            job.joiner = SegmentJoiner(m.sample_rate_hz)
+        self._deliver(job, job.joiner.push(m.segment, m.audio))
+
+    def _deliver(self, job: _Job, ready: np.ndarray) -> None:
+        job.pieces.append(ready)
+        if job.on_audio is not None and (len(ready) or job.restarted_audio):
+            try:
+                job.on_audio(ready, job.joiner.sample_rate_hz, job.restarted_audio)
+            except Exception:  # a UI callback must not stop the dispatcher
+                log.exception("audio callback failed")
+            job.restarted_audio = False
+
+    def _joined_output(self, job: _Job, m: msg.Done) -> tuple[SynthesisOutput, msg.RequestStats]:
+        if job.joiner is not None:
+            self._deliver(job, job.joiner.finish())
+        audio = np.concatenate(job.pieces) if job.pieces else np.zeros(0, dtype=np.float32)
+        job.joiner, job.pieces = None, []
+        output = dataclasses.replace(m.output, audio=audio)
+        stats = m.stats
+        if output.sample_rate_hz:  # the worker counted samples before the cross-fades removed some
+            audio_s = len(audio) / output.sample_rate_hz
+            stats = dataclasses.replace(stats, audio_s=audio_s, real_time_factor=(
+                stats.synthesis_s / audio_s if audio_s > 0 else float("inf")))
+        return output, stats
+
     def _finish(self, job: _Job, m) -> None:
         with self._lock:
             self._inflight = None
@@ -607,11 +658,13 @@ class Supervisor:
             self._completed += 1
             self._last_activity = time.monotonic()
         if isinstance(m, msg.Done):
-            self._record(job, "ok", stats=m.stats)
-            job.future.set_result((m.output, m.stats))
-            if m.stats.memory_after_bytes is not None:
-                self._watch_for_leak(m.stats.pid, m.stats.memory_after_bytes)
+            output, stats = self._joined_output(job, m)
+            self._record(job, "ok", stats=stats)
+            job.future.set_result((output, stats))
+            if stats.memory_after_bytes is not None:
+                self._watch_for_leak(stats.pid, stats.memory_after_bytes)
             return
+        job.joiner, job.pieces = None, []
         self._record(job, m.kind, error=m.message)
         if m.kind == "invalid":
             job.future.set_exception(SynthesisFailed(m.message))
