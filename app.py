@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         ledger=Ledger(path=settings.ledger), idle_unload_after_s=settings.idle_unload_after_s,
         leak_watchdog=LeakWatchdog(settings.leak_threshold_fraction, int(settings.leak_threshold_mb * 2**20),
                                    settings.leak_window),
-        restart_on_leak=settings.restart_on_leak,
+        restart_on_leak=settings.restart_on_leak, engine_options=settings.engine_options,
+        empty_cache_after_request=settings.empty_cache_after_request,
     ).start()
     monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
                             history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log).start()
@@ -56,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         return 2
+    if settings.stream:
+        from cosyvoice_ui.ui.ffmpeg import ensure_ffmpeg_on_path
+
+        log.info("--stream: audio chunks are encoded with %s", ensure_ffmpeg_on_path())
     app = build_app(settings, supervisor, monitor)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the app is reachable from the network%s", settings.host,

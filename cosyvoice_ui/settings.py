@@ -50,6 +50,21 @@ class Settings:
     auth: str | None = None  # "user:password"
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
+    # CosyVoice engine (--engine cosyvoice)
+    model_dir: str | None = None
+    cosyvoice_repo: str | None = None
+    load_trt: bool = False
+    load_vllm: bool = False
+    stream: bool = False
+    empty_cache_after_request: bool = False
+
+    @property
+    def engine_options(self) -> dict:
+        """Constructor arguments of the engine class (only the CosyVoice engine takes any)."""
+        if self.engine != "cosyvoice":
+            return {}
+        return {"model_dir": self.model_dir, "repo": self.cosyvoice_repo, "load_trt": self.load_trt,
+                "load_vllm": self.load_vllm, "stream": self.stream}
 
     @property
     def max_upload_bytes(self) -> int:
@@ -123,6 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-token", default=_env("metrics_token", d.metrics_token),
                    help="bearer token required for /metrics and /healthz (open when not set)")
     p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb))
+    p.add_argument("--empty-cache-after-request", action="store_true",
+                   default=_bool(_env("empty_cache_after_request", d.empty_cache_after_request)),
+                   help="torch.cuda.empty_cache() after every request (returns cached blocks to the driver; "
+                        "slower next request)")
+    p.add_argument("--stream", action="store_true", default=_bool(_env("stream", d.stream)),
+                   help="stream audio to the browser and API as it is made (CosyVoice: the model's streaming mode)")
+    cv = p.add_argument_group("CosyVoice engine (--engine cosyvoice)")
+    cv.add_argument("--model-dir", default=_env("model_dir", d.model_dir),
+                    help="local folder of a CosyVoice 2 or 3 model (never downloaded by the app)")
+    cv.add_argument("--cosyvoice-repo", default=_env("cosyvoice_repo", d.cosyvoice_repo),
+                    help="clone of github.com/FunAudioLLM/CosyVoice (with third_party/Matcha-TTS) to import from")
+    cv.add_argument("--load-trt", action="store_true", default=_bool(_env("load_trt", d.load_trt)),
+                    help="TensorRT flow decoder (CUDA only)")
+    cv.add_argument("--load-vllm", action="store_true", default=_bool(_env("load_vllm", d.load_vllm)),
+                    help="vLLM for the language model (CUDA only; takes 20%% of the card)")
     return p
 
 
@@ -173,6 +203,13 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         parser.error(f"--gpu-log {values['gpu_log']!r}: the folder does not exist")
     if values["ledger"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["ledger"]))):
         parser.error(f"--ledger {values['ledger']!r}: the folder does not exist")
+    if values["engine"] == "cosyvoice":
+        for name in ("model_dir", "cosyvoice_repo"):
+            flag = "--" + name.replace("_", "-")
+            if not values[name]:
+                parser.error(f"--engine cosyvoice needs {flag} PATH (see the README's CosyVoice section)")
+            if not os.path.isdir(values[name]):
+                parser.error(f"{flag} {values[name]!r}: no such folder")
     if values["idle_unload_after_s"] is not None:
         if values["idle_unload_after_s"] <= 0:
             parser.error("--idle-unload-after must be a positive number of seconds")

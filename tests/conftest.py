@@ -45,7 +45,7 @@ def free_port() -> int:
 class RunningApp:
     """``python app.py`` in a subprocess on a free port, as a user would start it."""
 
-    def __init__(self, *flags: str) -> None:
+    def __init__(self, *flags: str, env: dict | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = ROOT / ".pytest_cache" / f"app-{self.port}.log"
@@ -53,7 +53,7 @@ class RunningApp:
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "app.py"), "--port", str(self.port), "--device", "cpu", *flags],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
     def wait_healthy(self, timeout_s: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout_s

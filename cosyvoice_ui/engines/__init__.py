@@ -15,6 +15,7 @@ ENGINES: dict[str, str] = {
     "embedded": "cosyvoice_ui.engines.embedded.engine:EmbeddedEngine",
     "embedded-torch": "cosyvoice_ui.engines.embedded.engine:EmbeddedTorchEngine",
     "embedded-onnx": "cosyvoice_ui.engines.embedded.engine:EmbeddedOnnxEngine",
+    "cosyvoice": "cosyvoice_ui.engines.cosyvoice.engine:CosyVoiceEngine",
 }
 
 

@@ -64,6 +64,8 @@ class SynthesisRequest:
         seed: random seed, or -1 for a fresh random one.
         segments: the text split for synthesis one piece at a time (:mod:`cosyvoice_ui.inputs.segments`);
             empty means the whole text is one segment. Engines see one segment per call.
+        speaker: a pretrained speaker of the model (``Engine.load``'s ``speakers`` fact), used
+            instead of prompt audio; "" for none.
     """
 
     text: str
@@ -73,6 +75,7 @@ class SynthesisRequest:
     speed: float = 1.0
     seed: int = -1
     segments: tuple[str, ...] = ()
+    speaker: str = ""
 
 
 @dataclasses.dataclass

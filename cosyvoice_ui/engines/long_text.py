@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from .base import Engine, SynthesisOutput, SynthesisRequest
+from .base import Engine, SynthesisRequest
+from .output_check import check_chunk, check_not_silent
 
 CROSSFADE_S = 0.05
 
@@ -46,6 +47,8 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         on_progress: called with ``(done, total)`` after each segment.
 
     Raises:
+        BadAudioOutput: a chunk holds NaN or infinite samples, or the whole request is silent
+            (:mod:`.output_check`); nothing of such a chunk is passed on.
         Whatever the engine raises (``ValueError`` for a request it refuses, MemoryError /
         ``torch.OutOfMemoryError``).
     """
@@ -54,6 +57,7 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
     details: dict = {}
     rate = 0
     samples = 0
+    peak = 0.0
     for i, text in enumerate(segments):
         seed = request.seed + 1000 * i if request.seed >= 0 else -1
         for out in engine.synthesize_stream(dataclasses.replace(request, text=text, segments=(), seed=seed)):
@@ -63,10 +67,13 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
             notes.extend(n for n in out.notes if n not in notes)
             if not details:
                 details = dict(out.details)
-            samples += len(out.audio)
-            on_chunk(i, np.asarray(out.audio, dtype=np.float32), rate)
+            audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
+            peak = max(peak, check_chunk(audio))
+            samples += len(audio)
+            on_chunk(i, audio, rate)
         if on_progress is not None:
             on_progress(i + 1, len(segments))
+    check_not_silent(peak, samples)
     details["segments"] = len(segments)
     return SegmentsSummary(sample_rate_hz=rate, samples=samples, notes=notes, details=details)
 

@@ -30,6 +30,8 @@ def build_request(
     max_text_chars: int,
     capabilities: Capabilities,
     max_segment_chars: int = 200,
+    speaker: str | None = None,
+    speakers: tuple[str, ...] = (),
 ) -> tuple[SynthesisRequest, list[str]]:
     """Validate everything a user sent and build the request for the worker.
 
@@ -43,6 +45,8 @@ def build_request(
         max_text_chars: ``--max-text-chars``.
         max_segment_chars: ``--max-segment-chars``; the text is split into segments this long.
         capabilities: of the running engine (languages, whether a prompt is required).
+        speaker: a pretrained speaker chosen instead of prompt audio ("" or ``None``: none).
+        speakers: the running model's pretrained speakers.
 
     Returns:
         ``(request, notes)``: notes are hints for the user (short prompt, clipping, ...).
@@ -53,12 +57,17 @@ def build_request(
     clean = validate_text(text, max_text_chars, capabilities.languages)
     notes: list[str] = []
     prompt = None
+    speaker = (speaker or "").strip()
+    if speaker and speaker not in speakers:
+        raise InputError(f"Unknown speaker {speaker[:100]!r}; "
+                         + (f"choose one of: {', '.join(speakers)}." if speakers else "this model has no pretrained speakers."))
     if prompt_audio_path:
         audio = load_prompt_audio(prompt_audio_path)
         prompt = PromptSamples(samples=audio.samples, sample_rate_hz=audio.sample_rate_hz, sha1=audio.sha1)
         notes.extend(audio.notes)
-    elif capabilities.prompt_audio_required:
-        raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone.")
+    elif capabilities.prompt_audio_required and not speaker:
+        raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone"
+                         + (", or choose a pretrained speaker." if speakers else "."))
     instruction_clean = _optional_text(
         instruction, MAX_INSTRUCTION_CHARS, "instruction",
         "Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")
@@ -76,7 +85,7 @@ def build_request(
         raise InputError(f"Seed {seed_value:g} is not valid; use a whole number from 0 to {MAX_SEED}, or -1 for random.")
     request = SynthesisRequest(text=clean, prompt=prompt, prompt_text=prompt_text_clean,
                                instruction=instruction_clean, speed=speed_value, seed=int(seed_value),
-                               segments=tuple(split_text(clean, max_segment_chars)))
+                               segments=tuple(split_text(clean, max_segment_chars)), speaker=speaker)
     return request, notes
 
 

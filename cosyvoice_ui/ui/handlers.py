@@ -1,25 +1,24 @@
 """Event handlers: validate with :mod:`cosyvoice_ui.inputs`, call the supervisor, format.
 
 Their parameter names are the public API (``gradio_client`` calls them by name), so they are
-kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, seed)``,
-``/restart()``, ``/status()``.
+kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, seed, speaker)``,
+``/synthesize_stream`` (same parameters, with ``--stream``), ``/restart()``, ``/status()``,
+``/free_cache()``. The request itself runs in :mod:`cosyvoice_ui.synthesis`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import dataclasses
 import logging
 
 import gradio as gr
-import numpy as np
 
+from .. import synthesis
 from ..engines.base import Capabilities
-from ..errors import SynthesisFailed, UserFacingError
-from ..inputs.request import build_request
+from ..errors import UserFacingError
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings
+from ..synthesis import SynthesisService
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
 
@@ -30,86 +29,53 @@ class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None) -> None:
         self.settings = settings
-        self.admission = admission
         self.supervisor = supervisor
         self.monitor = monitor
         self.capabilities = capabilities
+        self.service = SynthesisService(settings, supervisor, capabilities, admission)
 
     def synthesize(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
-                   progress=gr.Progress()):
-        """Speak ``text`` in the voice of ``prompt_audio``.
+                   speaker: str | None = None, progress=gr.Progress()):
+        """Speak ``text`` in the voice of ``prompt_audio`` (or a pretrained ``speaker``).
 
         Returns:
             ``((sample_rate_hz, int16 samples), stats)`` - Gradio writes the audio as WAV.
             stats: sample_rate_hz, audio_s, synthesis_s, real_time_factor, peak_memory_bytes
-            (torch peak allocated on CUDA, else peak worker RSS), worker_pid, device, notes, ...
+            (torch peak allocated on CUDA, else peak worker RSS), worker_pid, device, mode, notes, ...
 
         Raises:
             gr.Error: with the validation or synthesis message (the page and worker keep running).
         """
+        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
+            if isinstance(event, synthesis.Progress) and event.total > 1:
+                progress((event.done, event.total), desc="segments", unit="segment")
+            elif isinstance(event, synthesis.Finished):
+                return (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
+        raise gr.Error("The request ended without a result; please try again.", print_exception=False)
+
+    def synthesize_stream(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
+                          instruction: str | None = None, speed: float | None = None, seed: int | None = None,
+                          speaker: str | None = None, progress=gr.Progress()):
+        """Like :meth:`synthesize`, but yields ``((sample_rate_hz, int16 chunk), gr.skip())`` as audio
+        becomes ready, then ``(gr.skip(), stats)``.
+
+        Raises:
+            gr.Error: as :meth:`synthesize`.
+        """
+        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
+            if isinstance(event, synthesis.Progress) and event.total > 1:
+                progress((event.done, event.total), desc="segments", unit="segment")
+            elif isinstance(event, synthesis.AudioReady) and len(event.samples):
+                yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), gr.skip()
+            elif isinstance(event, synthesis.Finished):
+                yield gr.skip(), event.result
+
+    def _events(self, *fields):
         try:
-            request, notes = build_request(
-                text, prompt_audio, prompt_text, instruction, speed, seed,
-                max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities,
-                max_segment_chars=self.settings.max_segment_chars)
-            predicted = None
-            if self.admission is not None:
-                decision = self.admission.check(request.segments or (request.text,))
-                predicted = decision.predicted_peak_bytes
-                if decision.resplit_to_chars:
-                    request = dataclasses.replace(request, segments=decision.segments)
-                    notes.append(f"Split into segments of at most {decision.resplit_to_chars} characters so the "
-                                 f"request fits in free memory (about {predicted / 2**20:,.0f} MiB needed, "
-                                 f"{decision.available_bytes / 2**20:,.0f} MiB available).")
-            # Gradio's progress only works from the handler's own thread, so the supervisor's
-            # callback records the count and this thread reports it while it waits.
-            segments_done = [0, len(request.segments) or 1]
-
-            def on_progress(done: int, total: int) -> None:
-                segments_done[:] = [done, total]
-
-            future = self.supervisor.submit(request, on_progress=on_progress, predicted_peak_bytes=predicted)
-            shown = None
-            while True:
-                if segments_done[1] > 1 and tuple(segments_done) != shown:
-                    shown = tuple(segments_done)
-                    progress(shown, desc="segments", unit="segment")
-                try:
-                    output, stats = future.result(timeout=0.25)
-                    break
-                except concurrent.futures.TimeoutError:
-                    continue
+            yield from self.service.run(*fields)
         except (UserFacingError, AdmissionError) as e:
-            if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
-                outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
-                           "InputError": "refused:input"}.get(type(e).__name__, "refused")
-                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=len(text or ""))
             raise gr.Error(str(e), print_exception=False) from None
-        notes = notes + list(output.notes)
-        peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes
-        result = {
-            "sample_rate_hz": output.sample_rate_hz,
-            "audio_s": round(stats.audio_s, 3),
-            "synthesis_s": round(stats.synthesis_s, 3),
-            "real_time_factor": round(stats.real_time_factor, 4),
-            "peak_memory_bytes": peak,
-            "peak_memory_kind": "torch peak allocated" if stats.peak_allocated_bytes is not None else "worker peak RSS",
-            "peak_allocated_bytes": stats.peak_allocated_bytes,
-            "peak_reserved_bytes": stats.peak_reserved_bytes,
-            "peak_rss_bytes": stats.peak_rss_bytes,
-            "predicted_extra_bytes": predicted,
-            "worker_pid": stats.pid,
-            "device": stats.device,
-            "engine": self.supervisor.engine,
-            "text_chars": len(request.text),
-            "segments": stats.segments,
-            "prompt_s": round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
-            "notes": notes,
-            "details": output.details,
-        }
-        audio = np.clip(output.audio, -1.0, 1.0)
-        return (output.sample_rate_hz, (audio * 32767.0).astype(np.int16)), result
 
     def restart(self):
         """Replace the worker process. Returns the restart report as a dict (JSON)."""

@@ -14,6 +14,8 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
     """Build the Gradio Blocks. Event names (``api_name``) are the stable public API."""
     caps = handlers.capabilities
     settings = handlers.settings
+    facts = handlers.supervisor.status()["engine_facts"]  # the first load is done before the page is built
+    speakers = list(facts.get("speakers") or [])
     # Uploads and results in Gradio's cache are deleted after an hour (checked every 10 minutes),
     # so a server that runs for days does not fill its temp folder.
     with gr.Blocks(title="cosyvoice_ui", delete_cache=(600, 3600)) as demo:
@@ -24,8 +26,14 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 prompt_audio = gr.Audio(label=I18N("prompt_audio"), sources=["upload", "microphone"],
                                         type="filepath", elem_id="prompt_audio")
                 prompt_text = gr.Textbox(label=I18N("prompt_text"), lines=1, elem_id="prompt_text")
+                speaker = gr.Dropdown(label=I18N("speaker"), choices=[("", "")] + [(x, x) for x in speakers],
+                                      value="", visible=bool(speakers), elem_id="speaker")
                 text = gr.Textbox(label=I18N("text"), lines=3, elem_id="text",
                                   placeholder="Hello! This voice was cloned from a short recording.")
+                if facts.get("inline_tags"):
+                    # Code spans: the tags are shown as typed, never rendered as HTML.
+                    gr.Markdown(" ".join(f"`{tag}`" for tag in facts["inline_tags"]), label=I18N("inline_tags"),
+                                show_label=True, elem_id="inline_tags")
                 with gr.Row():
                     instruction = gr.Textbox(label=I18N("instruction"), placeholder=I18N("instruction_placeholder"),
                                              scale=2, elem_id="instruction",
@@ -37,8 +45,10 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                     speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label=I18N("speed"), elem_id="speed")
                     seed = gr.Number(value=-1, precision=0, label=I18N("seed"), elem_id="seed")
                 generate = gr.Button(I18N("generate"), variant="primary", elem_id="generate")
+                # --stream: the browser plays chunks as they come (Gradio encodes them with ffmpeg).
                 output_audio = gr.Audio(label=I18N("output_audio"), type="numpy", format="wav",
-                                        interactive=False, elem_id="output_audio")
+                                        interactive=False, elem_id="output_audio",
+                                        streaming=settings.stream, autoplay=settings.stream)
                 stats = gr.JSON(label=I18N("stats"), elem_id="stats")
             with gr.Column(scale=2):
                 gr.Markdown(I18N("monitor"), elem_id="monitor_heading")
@@ -58,10 +68,22 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                        api_visibility="private", queue=False, show_progress="hidden")
         # The synthesize event may wait inside the supervisor's bounded queue, so Gradio must
         # let up to max_queue + 1 handlers wait there; the supervisor answers "busy" beyond that.
-        generate.click(handlers.synthesize,
-                       inputs=[text, prompt_audio, prompt_text, instruction, speed, seed],
-                       outputs=[output_audio, stats], api_name="synthesize",
-                       concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize")
+        fields = [text, prompt_audio, prompt_text, instruction, speed, seed, speaker]
+        limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize")
+        if not settings.stream:
+            generate.click(handlers.synthesize, inputs=fields, outputs=[output_audio, stats],
+                           api_name="synthesize", **limits)
+        else:
+            generate.click(handlers.synthesize_stream, inputs=fields, outputs=[output_audio, stats],
+                           api_name="synthesize_stream_page", api_visibility="private", **limits)
+            # For API clients: /synthesize returns the whole WAV as without --stream, and
+            # /synthesize_stream yields one WAV per chunk (iterate over client.submit(...)).
+            api_audio = gr.Audio(type="numpy", format="wav", visible=False)
+            api_stats = gr.JSON(visible=False)
+            gr.Button(visible=False).click(handlers.synthesize, inputs=fields, outputs=[api_audio, api_stats],
+                                           api_name="synthesize", **limits)
+            gr.Button(visible=False).click(handlers.synthesize_stream, inputs=fields,
+                                           outputs=[api_audio, api_stats], api_name="synthesize_stream", **limits)
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private",
                       concurrency_limit=4, concurrency_id="restart")
         free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private",

@@ -17,6 +17,7 @@ import traceback
 import numpy as np
 
 from ..engines.base import SynthesisOutput
+from ..engines.output_check import BadAudioOutput
 from . import protocol as msg
 
 
@@ -203,7 +204,8 @@ def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory):
     return summary, len(smaller.segments), [note]
 
 
-def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float) -> None:
+def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float,
+                engine_options: dict | None = None, empty_cache_after_request: bool = False) -> None:
     """Entry point of the worker process.
 
     Args:
@@ -212,6 +214,9 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         device: ``auto|cpu|cuda|cuda:N``.
         fp16: half precision where the engine supports it.
         heartbeat_interval_s: seconds between :class:`~.protocol.Heartbeat` messages.
+        engine_options: keyword arguments for the engine class.
+        empty_cache_after_request: give the CUDA caching allocator's free blocks back after every
+            request (slower next request; the default keeps them for reuse).
 
     The process exits when told to (:class:`~.protocol.Shutdown`), when the pipe closes (the
     web process is gone), or after sending :class:`~.protocol.LoadFailed`.
@@ -250,7 +255,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     try:
         resolved = resolve_device(device)
         memory.device = resolved
-        engine = resolve_engine_class(engine_name)()
+        engine = resolve_engine_class(engine_name)(**(engine_options or {}))
         facts = engine.load(resolved, fp16)
     except BaseException as e:  # noqa: BLE001 - everything must be reported, then exit
         send(msg.LoadFailed(pid=pid, error=f"{type(e).__name__}: {e}"))
@@ -311,6 +316,9 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         except OutOfMemoryAfterRetry as e:
             memory.end_request()
             reply = msg.Failed(request_id=command.request_id, kind="out_of_memory", message=str(e))
+        except BadAudioOutput as e:
+            memory.end_request()
+            reply = msg.Failed(request_id=command.request_id, kind="bad_output", message=str(e))
         except BaseException as e:  # noqa: BLE001 - a request must never take the worker down
             memory.end_request()
             if _is_out_of_memory(e):
@@ -319,6 +327,8 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
             else:
                 traceback.print_exc()
                 reply = msg.Failed(request_id=command.request_id, kind="error", message=f"{type(e).__name__}: {e}")
+        if empty_cache_after_request:
+            _free_caches()
         busy[0] = None
         try:
             send(reply)

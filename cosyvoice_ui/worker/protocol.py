@@ -159,7 +159,8 @@ class Failed:
 
     Attributes:
         kind: "invalid" (the engine refused the request: the message is for the user),
-            "out_of_memory", or "error" (an unexpected exception).
+            "out_of_memory", "bad_output" (NaN, infinite or silent audio; the message is for the
+            user), or "error" (an unexpected exception).
     """
 
     request_id: str

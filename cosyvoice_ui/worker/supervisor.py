@@ -116,14 +116,19 @@ class Supervisor:
             the next request starts a new one.
         leak_watchdog: judges after-request memory (default thresholds when ``None``).
         restart_on_leak: replace a leaking worker between requests (never during one).
+        engine_options: keyword arguments of the engine class (``--model-dir`` etc. for CosyVoice).
+        empty_cache_after_request: ``torch.cuda.empty_cache()`` in the worker after every request.
     """
 
     def __init__(self, engine: str = "embedded", device: str = "auto", fp16: bool = True, *,
                  max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
                  start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5,
                  ledger: Ledger | None = None, idle_unload_after_s: float | None = None,
-                 leak_watchdog: LeakWatchdog | None = None, restart_on_leak: bool = True) -> None:
+                 leak_watchdog: LeakWatchdog | None = None, restart_on_leak: bool = True,
+                 engine_options: dict | None = None, empty_cache_after_request: bool = False) -> None:
         self.engine = engine
+        self.engine_options = dict(engine_options or {})
+        self.empty_cache_after_request = empty_cache_after_request
         self.device = device
         self.fp16 = fp16
         self.max_queue = max_queue
@@ -485,6 +490,8 @@ class Supervisor:
         process = self._ctx.Process(
             target=worker_main, name="cosyvoice-ui-worker", daemon=True,
             args=(child_conn, self.engine, self.device, self.fp16, self.heartbeat_interval_s),
+            kwargs={"engine_options": self.engine_options,
+                    "empty_cache_after_request": self.empty_cache_after_request},
         )
         process.start()
         child_conn.close()
@@ -668,7 +675,7 @@ class Supervisor:
         self._record(job, m.kind, error=m.message)
         if m.kind == "invalid":
             job.future.set_exception(SynthesisFailed(m.message))
-        elif m.kind == "out_of_memory":
+        elif m.kind in ("out_of_memory", "bad_output"):
             job.future.set_exception(SynthesisFailed(f"{m.message} The worker is still running."))
         else:
             job.future.set_exception(SynthesisFailed(

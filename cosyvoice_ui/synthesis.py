@@ -1,0 +1,160 @@
+"""One synthesis request from the user's fields to the finished audio, as a stream of events.
+
+Between the UI handlers and the worker: validation (:mod:`.inputs`), admission by predicted
+memory (:mod:`.monitor.admission`), the supervisor's queue, and what comes back while the request
+runs - segment progress and audio as the worker sends it. The handlers turn the events into a
+return value (one WAV) or into streamed chunks (``--stream``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+from typing import Iterator
+
+import numpy as np
+
+from .engines.base import Capabilities, SynthesisOutput
+from .errors import SynthesisFailed, UserFacingError
+from .inputs.request import build_request
+from .monitor.admission import Admission, AdmissionError
+from .settings import Settings
+from .worker.protocol import RequestStats
+from .worker.supervisor import Supervisor
+
+_POLL_S = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """``done`` of ``total`` segments are synthesized."""
+
+    done: int
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioReady:
+    """Joined audio ready to play: float32 ``(n,)`` at ``sample_rate_hz``. ``restarted``: the worker
+    started the request over (crash retry or out-of-memory retry) and this piece is its beginning."""
+
+    samples: np.ndarray
+    sample_rate_hz: int
+    restarted: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """The whole audio (float32 ``(n,)``) and the result JSON shown as stats."""
+
+    audio: np.ndarray
+    sample_rate_hz: int
+    result: dict
+
+
+class SynthesisService:
+    """Runs requests for the UI and the API.
+
+    Args:
+        settings: limits (text length, segment length).
+        supervisor: the worker's supervisor.
+        capabilities: of the configured engine.
+        admission: memory admission, or ``None`` to admit everything.
+    """
+
+    def __init__(self, settings: Settings, supervisor: Supervisor, capabilities: Capabilities,
+                 admission: Admission | None = None) -> None:
+        self.settings = settings
+        self.supervisor = supervisor
+        self.capabilities = capabilities
+        self.admission = admission
+
+    def speakers(self) -> tuple[str, ...]:
+        """The loaded model's pretrained speakers (empty for engines without any)."""
+        return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
+
+    def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None
+            ) -> Iterator[Progress | AudioReady | Finished]:
+        """Validate, admit and run one request, yielding what happens until it is finished.
+
+        Raises:
+            UserFacingError: invalid input (:class:`~.errors.InputError`), busy, failed or timed
+                out; the message is for the user. Refusals before the worker are also written
+                to the ledger.
+            AdmissionError: the request would not fit in free memory even re-split.
+        """
+        try:
+            request, notes, predicted = self._admit(text, prompt_audio, prompt_text, instruction, speed, seed, speaker)
+            events: queue.Queue = queue.Queue()
+            future = self.supervisor.submit(
+                request, predicted_peak_bytes=predicted,
+                on_progress=lambda done, total: events.put(Progress(done, total)),
+                on_audio=lambda samples, rate, restarted: events.put(AudioReady(samples, rate, restarted)))
+        except (UserFacingError, AdmissionError) as e:
+            if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
+                outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
+                           "InputError": "refused:input"}.get(type(e).__name__, "refused")
+                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=len(text or ""))
+            raise
+        restarted = False
+        while True:
+            try:
+                event = events.get(timeout=_POLL_S)
+            except queue.Empty:
+                if future.done() and events.empty():
+                    break  # the callbacks run before the future resolves, so nothing is left
+                continue
+            if isinstance(event, AudioReady):
+                restarted = restarted or event.restarted
+            yield event
+        output, stats = future.result()
+        if restarted:
+            notes.append("The worker restarted during this request, so the audio started over; a streamed "
+                         "playback repeated its beginning. The finished audio has no repeat.")
+        yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
+
+    def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
+        request, notes = build_request(
+            text, prompt_audio, prompt_text, instruction, speed, seed,
+            max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities,
+            max_segment_chars=self.settings.max_segment_chars, speaker=speaker, speakers=self.speakers())
+        predicted = None
+        if self.admission is not None:
+            decision = self.admission.check(request.segments or (request.text,))
+            predicted = decision.predicted_peak_bytes
+            if decision.resplit_to_chars:
+                request = dataclasses.replace(request, segments=decision.segments)
+                notes.append(f"Split into segments of at most {decision.resplit_to_chars} characters so the "
+                             f"request fits in free memory (about {predicted / 2**20:,.0f} MiB needed, "
+                             f"{decision.available_bytes / 2**20:,.0f} MiB available).")
+        return request, notes, predicted
+
+    def _result(self, request, notes: list[str], predicted: int | None, output: SynthesisOutput,
+                stats: RequestStats) -> dict:
+        peak = stats.peak_allocated_bytes if stats.peak_allocated_bytes is not None else stats.peak_rss_bytes
+        return {
+            "sample_rate_hz": output.sample_rate_hz,
+            "audio_s": round(stats.audio_s, 3),
+            "synthesis_s": round(stats.synthesis_s, 3),
+            "real_time_factor": round(stats.real_time_factor, 4),
+            "peak_memory_bytes": peak,
+            "peak_memory_kind": "torch peak allocated" if stats.peak_allocated_bytes is not None else "worker peak RSS",
+            "peak_allocated_bytes": stats.peak_allocated_bytes,
+            "peak_reserved_bytes": stats.peak_reserved_bytes,
+            "peak_rss_bytes": stats.peak_rss_bytes,
+            "predicted_extra_bytes": predicted,
+            "worker_pid": stats.pid,
+            "device": stats.device,
+            "engine": self.supervisor.engine,
+            "mode": output.details.get("mode"),
+            "text_chars": len(request.text),
+            "segments": stats.segments,
+            "prompt_s": round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
+            "notes": notes + list(output.notes),
+            "details": output.details,
+        }
+
+
+def to_int16(samples: np.ndarray) -> np.ndarray:
+    """float32 in [-1, 1] -> int16 PCM (clipped), what Gradio writes as WAV."""
+    return (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)

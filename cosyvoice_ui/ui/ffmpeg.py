@@ -1,0 +1,32 @@
+"""An ffmpeg executable for Gradio's streamed audio output (``--stream``).
+
+Gradio encodes streamed audio chunks with the ``ffmpeg`` found on ``PATH``. Where the system
+has none, the one inside the ``imageio-ffmpeg`` wheel is linked as ``ffmpeg`` into a private
+folder put first on ``PATH`` (of the web process only; the worker never needs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+
+def ensure_ffmpeg_on_path() -> str:
+    """Return the ``ffmpeg`` Gradio will run, providing one when ``PATH`` has none.
+
+    Raises:
+        RuntimeError: no ffmpeg on ``PATH`` and ``imageio-ffmpeg`` is not installed.
+    """
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        raise RuntimeError("--stream needs ffmpeg: install it (apt install ffmpeg) or pip install imageio-ffmpeg") from None
+    folder = tempfile.mkdtemp(prefix="cosyvoice-ui-ffmpeg-")
+    link = os.path.join(folder, "ffmpeg")
+    os.symlink(imageio_ffmpeg.get_ffmpeg_exe(), link)
+    os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+    return link
