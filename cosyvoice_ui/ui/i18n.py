@@ -27,7 +27,7 @@ EN = {
     "memory_plot": "Memory over the last 10 minutes (MiB)",
     "ledger": "Request ledger (latest first)",
     "speaker": "Pretrained speaker (instead of prompt audio)",
-    "inline_tags": "Tags the model understands inside the text",
+    "inline_tags": "Tags the model understands inside the text:",
 }
 ZH = {
     "title": "# 声音克隆语音合成",
@@ -52,7 +52,7 @@ ZH = {
     "memory_plot": "最近 10 分钟的内存（MiB）",
     "ledger": "请求记录（最新在前）",
     "speaker": "预置音色（代替参考音频）",
-    "inline_tags": "文本中可用的标记",
+    "inline_tags": "文本中可用的标记：",
 }
 
 I18N = gr.I18n(en=EN, zh=ZH, **{"zh-CN": ZH, "zh-TW": ZH})

@@ -32,8 +32,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                                   placeholder="Hello! This voice was cloned from a short recording.")
                 if facts.get("inline_tags"):
                     # Code spans: the tags are shown as typed, never rendered as HTML.
-                    gr.Markdown(" ".join(f"`{tag}`" for tag in facts["inline_tags"]), label=I18N("inline_tags"),
-                                show_label=True, elem_id="inline_tags")
+                    with gr.Row(elem_id="inline_tags"):
+                        gr.Markdown(I18N("inline_tags"))
+                        gr.Markdown(" ".join(f"`{tag}`" for tag in facts["inline_tags"]))
                 with gr.Row():
                     instruction = gr.Textbox(label=I18N("instruction"), placeholder=I18N("instruction_placeholder"),
                                              scale=2, elem_id="instruction",
