@@ -81,3 +81,13 @@ def test_joiner_gives_the_same_audio_however_the_segments_arrive_in_chunks():
     streamed = np.concatenate(out)
     assert len(streamed) == len(whole) == sum(map(len, segments)) - 150 - 150 - 800  # b (300) limits two fades
     np.testing.assert_allclose(streamed, whole, atol=1e-6)
+
+
+def test_a_long_sentence_is_cut_evenly_not_greedily():
+    """Peak memory follows the longest segment: 236 characters in clauses become two similar parts."""
+    from bench.texts import PASSAGE
+
+    sentence = next(s for s in PASSAGE.split(". ") if len(s) > 220) + "."
+    segments = split_text(sentence, 200)
+    assert len(segments) == 2 and " ".join(segments) == sentence
+    assert max(map(len, segments)) < 150, [len(s) for s in segments]  # greedy packing gave 189 + 47

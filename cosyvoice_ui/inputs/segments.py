@@ -2,8 +2,9 @@
 
 Activations grow with the length of what the model sees at once, so a long text is split at
 sentence boundaries (Chinese and English punctuation), then at clause boundaries, then at spaces,
-and only as a last resort inside a run of characters; neighbouring pieces are merged back while
-they fit, so segments are as long as allowed and no longer.
+and only as a last resort inside a run of characters. Whole sentences are packed into segments
+up to the limit; a sentence longer than the limit is cut into as few, and as even, parts as the
+limit allows, since the longest segment sets the peak memory.
 """
 
 from __future__ import annotations
@@ -47,27 +48,56 @@ def split_text(text: str, max_chars: int) -> list[str]:
     text = text.strip()
     if len(text) <= max_chars:
         return [text] if text else []
-    pieces: list[tuple[int, int]] = []
-    for a, b in _spans(text, 0, len(text), _SENTENCE_END):
+    pieces: list[tuple[int, int, int]] = []  # (start, end, sentence number)
+    for n, (a, b) in enumerate(_spans(text, 0, len(text), _SENTENCE_END)):
         if _stripped_len(text, a, b) <= max_chars:
-            pieces.append((a, b))
+            pieces.append((a, b, n))
             continue
+        parts: list[tuple[int, int]] = []
         for c, d in _spans(text, a, b, _CLAUSE_END):
             if _stripped_len(text, c, d) <= max_chars:
-                pieces.append((c, d))
+                parts.append((c, d))
                 continue
             for e, f in _spans(text, c, d, _SPACE):
                 while _stripped_len(text, e, f) > max_chars:  # a run with no space: cut it hard
                     while text[e].isspace():
                         e += 1
-                    pieces.append((e, e + max_chars))
+                    parts.append((e, e + max_chars))
                     e += max_chars
                 if text[e:f].strip():
-                    pieces.append((e, f))
-    segments: list[tuple[int, int]] = []
-    for a, b in pieces:
-        if segments and _stripped_len(text, segments[-1][0], b) <= max_chars:
-            segments[-1] = (segments[-1][0], b)
+                    parts.append((e, f))
+        pieces.extend((c, d, n) for c, d in _balanced(text, parts, max_chars))
+    segments: list[tuple[int, int, int]] = []
+    for a, b, n in pieces:
+        # Whole sentences are packed up to the limit; the balanced parts of one long sentence stay apart.
+        if segments and segments[-1][2] != n and _stripped_len(text, segments[-1][0], b) <= max_chars:
+            segments[-1] = (segments[-1][0], b, n)
         else:
-            segments.append((a, b))
-    return [text[a:b].strip() for a, b in segments]
+            segments.append((a, b, n))
+    return [text[a:b].strip() for a, b, _ in segments]
+
+
+def _greedy(text: str, parts: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    groups: list[tuple[int, int]] = []
+    for a, b in parts:
+        if groups and _stripped_len(text, groups[-1][0], b) <= limit:
+            groups[-1] = (groups[-1][0], b)
+        else:
+            groups.append((a, b))
+    return groups
+
+
+def _balanced(text: str, parts: list[tuple[int, int]], max_chars: int) -> list[tuple[int, int]]:
+    """Merge the parts of one over-long sentence into as few groups as ``max_chars`` allows, with
+    the longest group as short as possible (236 characters become about 118 + 118, not 189 + 47):
+    peak memory follows the longest segment. The smallest limit that needs no more groups than
+    ``max_chars`` does is found by bisection; greedy merging is optimal for a given limit."""
+    fewest = len(_greedy(text, parts, max_chars))
+    low, high = max(_stripped_len(text, a, b) for a, b in parts), max_chars
+    while low < high:
+        mid = (low + high) // 2
+        if len(_greedy(text, parts, mid)) <= fewest:
+            high = mid
+        else:
+            low = mid + 1
+    return _greedy(text, parts, high)
