@@ -18,7 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SENTENCES = [
     "Hello world.", "The quick brown fox jumps over the lazy dog.", "Would you like a cup of tea?",
     "In 1969, three astronauts flew to the moon.", "Please call Stella and ask her to bring these things.",
-    "She sells sea shells by the sea shore.", "How much wood would a woodchuck chuck?",
+    # Two sentences long enough (over 3.7 s) for the decoder to run in windows.
+    "Winston Smith, his chin nuzzled into his breast in an effort to escape the vile wind, slipped quickly "
+    "through the glass doors of Victory Mansions, though not quickly enough to prevent a swirl of gritty dust "
+    "from entering along with him.",
+    "It depicted simply an enormous face, more than a metre wide: the face of a man of about forty-five, "
+    "with a heavy black moustache and ruggedly handsome features.",
     "The rain in Spain stays mainly in the plain.", "I can't believe it's already November!",
     "Turn left at the second traffic light, then keep going straight.", "Numbers like 3.14 and 42 are fine.",
     "A journey of a thousand miles begins with a single step.", "Why, exactly, did the chicken cross the road?",

@@ -25,6 +25,10 @@ from torch import nn
 from .onnx_weights import OnnxVoiceWeights
 
 LRELU_SLOPE = 0.1
+# Decoder windows: about 3 s of audio at 22.05 kHz with hop 256, and context well past the
+# receptive field (see Generator.decode_windowed).
+DECODE_WINDOW_FRAMES = 256
+DECODE_CONTEXT_FRAMES = 32
 
 
 class LayerNorm(nn.Module):
@@ -316,12 +320,39 @@ class Generator(nn.Module):
         self.conv_post = nn.Conv1d(ch, 1, 7, padding=3, bias=False)
 
     def forward(self, x):
+        """Latent ``(1, C, frames)`` to waveform ``(1, 1, frames * hop)`` in one pass."""
         x = self.conv_pre(x)
         for i, up in enumerate(self.ups):
             x = up(F.leaky_relu(x, LRELU_SLOPE))
             blocks = self.resblocks[i * self.num_kernels:(i + 1) * self.num_kernels]
             x = sum(block(x) for block in blocks) / self.num_kernels
         return torch.tanh(self.conv_post(F.leaky_relu(x)))
+
+    def decode_windowed(self, z, hop: int, window_frames: int = DECODE_WINDOW_FRAMES,
+                        context_frames: int = DECODE_CONTEXT_FRAMES):
+        """:meth:`forward` in windows of ``window_frames`` latent frames, each decoded with
+        ``context_frames`` of its neighbours on either side and cropped to its own span.
+
+        Memory then grows with the window, not with the sentence: the decoder's activations at
+        the audio rate are its largest. The output equals one pass as long as the context covers
+        the decoder's receptive field (about 10 latent frames for Piper's medium voices:
+        conv_pre 3, the 8x stage's widest ResBlock2 (kernel 7, dilations 3 and 12) 45 samples =
+        5.6 frames, later stages under 1); ``bench/vits_equivalence.py`` measures it against
+        ONNX Runtime.
+
+        Returns:
+            ``(1, 1, frames * hop)``, as :meth:`forward`.
+        """
+        frames = z.shape[2]
+        if frames <= window_frames + 2 * context_frames:
+            return self.forward(z)
+        pieces = []
+        for start in range(0, frames, window_frames):
+            end = min(frames, start + window_frames)
+            a, b = max(0, start - context_frames), min(frames, end + context_frames)
+            audio = self.forward(z[:, :, a:b])
+            pieces.append(audio[:, :, (start - a) * hop:(end - a) * hop])
+        return torch.cat(pieces, dim=2)
 
 
 class PiperVits(nn.Module):
@@ -407,4 +438,4 @@ class PiperVits(nn.Module):
         for i in reversed(self.flow_ids):
             z = torch.flip(z, [1])  # the Flip that follows each coupling layer, undone first
             z = self.flow[str(i)].reverse(z, y_mask)
-        return self.dec(z * y_mask)[0, 0].float()
+        return self.dec.decode_windowed(z * y_mask, self.hop_length)[0, 0].float()
