@@ -1,0 +1,113 @@
+"""Hostile prompt audio through the running app's ``/synthesize`` API.
+
+Promise (README, "Prompt audio"): whatever file arrives as prompt audio, the answer is either
+audio or a refusal whose message says what is wrong and what would work; the server and its
+worker survive every such file. The files come from :mod:`tests.make_hostile_corpus` (built from
+the real prompts into a temporary folder); one app serves the whole corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import soundfile as sf
+from gradio_client import Client, handle_file
+
+from . import make_hostile_corpus as corpus
+from .conftest import PROMPTS_DIR, RunningApp
+
+TEXT = "Hello there, this is a short test."
+# Restart reasons that mean a file hurt the worker (a crash retry or a hang replaces its process).
+HARMFUL_RESTARTS = {"crash", "timeout"}
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory):
+    if not (PROMPTS_DIR / corpus.BASE_PROMPT).is_file():
+        pytest.skip(f"the real prompts are missing ({PROMPTS_DIR})")
+    folder = tmp_path_factory.mktemp("hostile")
+    return {case.name: path for case, path in corpus.build_corpus(folder, PROMPTS_DIR)}
+
+
+@pytest.fixture(scope="module")
+def hostile_app(tmp_path_factory):
+    ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
+    app = RunningApp("--ledger", str(ledger))
+    app.ledger_path = ledger
+    try:
+        app.wait_healthy()
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def client(hostile_app):
+    return Client(hostile_app.url, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def before(client):
+    """The worker as it was before the first hostile file."""
+    return client.predict(api_name="/status")
+
+
+def _params():
+    for case in corpus.CASES:
+        marks = [pytest.mark.xfail(reason=case.bug, strict=True)] if case.bug else []
+        yield pytest.param(case, id=case.name, marks=marks)
+
+
+@pytest.mark.parametrize("case", _params())
+def test_hostile_prompt_is_answered_with_audio_or_a_clear_refusal(case, corpus_files, client, before):
+    """Each corpus file gets what its case declares: audio that sounds (non-silent, right length,
+    the prompt was used, expected hints in ``notes``), or a refusal naming the problem that does
+    not echo the server's upload path or the file's name."""
+    path = corpus_files[case.name]
+    if case.accept:
+        audio_path, stats = client.predict(text=TEXT, prompt_audio=handle_file(str(path)), api_name="/synthesize")
+        audio, sr = sf.read(audio_path)
+        assert sr == stats["sample_rate_hz"]
+        assert 1.0 < len(audio) / sr < 6.0, stats
+        assert np.all(np.isfinite(audio)) and np.sqrt(np.mean(audio ** 2)) > 0.02
+        assert stats["prompt_s"] and stats["prompt_s"] >= 1.0, "the prompt was not used"
+        assert not any("No prompt audio" in n for n in stats["notes"]), stats["notes"]
+        for word in case.keywords:
+            assert any(word in n for n in stats["notes"]), (word, stats["notes"])
+    else:
+        with pytest.raises(Exception) as e:
+            client.predict(text=TEXT, prompt_audio=handle_file(str(path)), api_name="/synthesize")
+        message = str(e.value)
+        for word in case.keywords:
+            assert word in message, message
+        # Neither the server's upload path (/tmp/gradio/<hash>/...) nor the file's name comes back.
+        assert "/tmp" not in message and case.filename not in message, message
+        assert "Traceback" not in message, message
+
+
+def test_server_and_worker_survive_the_corpus(client, before, hostile_app):
+    """After every hostile file: a normal request with a real prompt still gets audio, the worker
+    process is the same one (no crash retry or timeout replaced it), and the ledger holds a
+    refusal or a success for each file, never a crash, timeout or internal error."""
+    audio_path, stats = client.predict(text="Still speaking normally.",
+                                       prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_male.wav")),
+                                       api_name="/synthesize")
+    assert stats["audio_s"] > 0.8 and stats["prompt_s"] > 3.0
+    after = client.predict(api_name="/status")
+    assert after["state"] in ("ready", "busy"), after
+    grown = {k: v - before["restarts_by_reason"].get(k, 0) for k, v in after["restarts_by_reason"].items()
+             if v > before["restarts_by_reason"].get(k, 0)}
+    # Only a leak restart between requests is allowed (README, leak watchdog); a crash retry or a
+    # timeout would mean a file hurt the worker.
+    assert not set(grown) & HARMFUL_RESTARTS and set(grown) <= {"leak"}, grown
+    if not grown:
+        assert after["pid"] == before["pid"] == stats["worker_pid"], (before["pid"], after["pid"])
+    records = [json.loads(line) for line in hostile_app.ledger_path.read_text().splitlines() if line.strip()]
+    outcomes = [r["outcome"] for r in records]
+    assert outcomes, "the ledger is empty"
+    # ok: audio; refused:input: refused in the web process; invalid: the engine refused (no voice).
+    bad = [r for r in records if not re.match(r"^(ok|invalid|refused:input|restart:leak)$", r["outcome"])]
+    assert not bad, bad

@@ -1,0 +1,88 @@
+"""``--max-upload-mb`` bounds what one uploaded file may be.
+
+Promise (README, flags): ``--max-upload-mb`` is the largest upload Gradio accepts. With
+``--max-upload-mb 1`` a 2 MB voice prompt (real speech, valid otherwise) is refused by the server
+itself (HTTP 413 from ``/gradio_api/upload``, not only by a polite client), leaves nothing in
+Gradio's upload folder, and the server keeps synthesizing requests with a smaller prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+from gradio_client import Client, handle_file
+
+from . import gradio_http as gh
+from . import make_hostile_corpus as corpus
+from .conftest import PROMPTS_DIR, RunningApp
+
+LIMIT_BYTES = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    temp_dir = tmp_path_factory.mktemp("gradio_tmp")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADIO_TEMP_DIR", str(temp_dir))
+        app = RunningApp("--max-upload-mb", "1")
+    app.temp_dir = temp_dir
+    try:
+        app.wait_healthy()
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def big_prompt(tmp_path_factory):
+    """5.3 s of the real English prompt as 32-bit float at 96 kHz: about 2 MB, a valid prompt."""
+    samples, sr = corpus.read(PROMPTS_DIR / corpus.BASE_PROMPT)
+    path = tmp_path_factory.mktemp("big") / "studio_take.wav"
+    sf.write(path, corpus.resample_to(samples.astype(np.float32), sr, 96000), 96000, subtype="FLOAT")
+    assert 1.9e6 < path.stat().st_size < 2.5e6
+    return path
+
+
+def _big_files(app) -> dict[str, int]:
+    return {p: n for p, n in gh.files_under(app.temp_dir).items() if n >= LIMIT_BYTES // 2}
+
+
+def test_page_config_announces_the_limit(app):
+    """The page learns the limit from /config, so the browser refuses before sending."""
+    status, body = gh.http_get(app.url + "config")
+    assert status == 200 and json.loads(body)["max_file_size"] == LIMIT_BYTES
+
+
+def test_server_refuses_a_2mb_upload_with_413(app, big_prompt):
+    """A raw multipart POST of the 2 MB file to /gradio_api/upload (what a client that ignores
+    /config does) gets 413 with the limit in the message; no partial copy is kept."""
+    with open(big_prompt, "rb") as f:
+        r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}",
+                       files=[("files", (big_prompt.name, f, "audio/wav"))], timeout=30)
+    assert r.status_code == 413, (r.status_code, r.text[:300])
+    assert "maximum allowed size" in r.text and str(LIMIT_BYTES) in r.text, r.text
+    assert not _big_files(app), _big_files(app)
+
+
+def test_gradio_client_refuses_the_2mb_prompt(app, big_prompt):
+    """Through gradio_client, as the README shows the API: the call fails and names the limit."""
+    client = Client(app.url, verbose=False)
+    with pytest.raises(Exception) as e:
+        client.predict(text="Hello there.", prompt_audio=handle_file(str(big_prompt)), api_name="/synthesize")
+    assert "maximum file size" in str(e.value) or "413" in str(e.value), str(e.value)
+    assert not _big_files(app)
+
+
+def test_server_keeps_working_with_a_prompt_under_the_limit(app):
+    """After the refusals: a 256 kB real prompt is uploaded and synthesized; /healthz is 200."""
+    client = Client(app.url, verbose=False)
+    path = PROMPTS_DIR / corpus.BASE_PROMPT
+    assert path.stat().st_size < LIMIT_BYTES
+    audio_path, stats = client.predict(text="Hello there.", prompt_audio=handle_file(str(path)), api_name="/synthesize")
+    assert stats["prompt_s"] > 3.0 and stats["audio_s"] > 0.5
+    assert gh.http_get(app.url + "healthz")[0] == 200
