@@ -14,6 +14,7 @@ from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
+from .temp_files import start_upload_sweeper
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import build_blocks
@@ -63,7 +64,13 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4)
     auth = tuple(settings.auth.split(":", 1)) if settings.auth else None
-    return gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
+    mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
                                footer_links=["api"])
+    # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
+    # "launched"; mounting never sets the flag, so without this any caller could make the server
+    # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
+    demo.has_launched = True
+    start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
+    return mounted

@@ -50,6 +50,7 @@ class Settings:
     auth: str | None = None  # "user:password"
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
+    temp_file_ttl_s: float = 3600.0  # uploads and results are deleted this long after they were written
     # CosyVoice engine (--engine cosyvoice)
     model_dir: str | None = None
     cosyvoice_repo: str | None = None
@@ -65,6 +66,11 @@ class Settings:
             return {}
         return {"model_dir": self.model_dir, "repo": self.cosyvoice_repo, "load_trt": self.load_trt,
                 "load_vllm": self.load_vllm, "stream": self.stream}
+
+    @property
+    def temp_file_check_s(self) -> int:
+        """How often expired temporary files are looked for: a sixth of the time-to-live, at most 10 min."""
+        return max(1, min(600, int(self.temp_file_ttl_s // 6)))
 
     @property
     def max_upload_bytes(self) -> int:
@@ -138,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-token", default=_env("metrics_token", d.metrics_token),
                    help="bearer token required for /metrics and /healthz (open when not set)")
     p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb))
+    p.add_argument("--temp-file-ttl", dest="temp_file_ttl_s", type=_finite_float,
+                   default=_env("temp_file_ttl", d.temp_file_ttl_s),
+                   help="seconds after which uploaded prompts and result files are deleted")
     p.add_argument("--empty-cache-after-request", action="store_true",
                    default=_bool(_env("empty_cache_after_request", d.empty_cache_after_request)),
                    help="torch.cuda.empty_cache() after every request (returns cached blocks to the driver; "
@@ -190,7 +199,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("max_text_chars", "max_segment_chars", "max_queue", "leak_window"):
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
-    for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb"):
+    for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",
+                 "temp_file_ttl_s"):
         if values[name] <= 0:
             parser.error(f"{name} must be positive, got {values[name]}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):

@@ -20,10 +20,6 @@ from . import gradio_http as gh
 from .conftest import PROMPTS_DIR, RunningApp
 
 OUTSIDE_WAV = PROMPTS_DIR / "xtts_male.wav"  # a real prompt, never uploaded
-BUG = ("cosyvoice_ui/server.py mounts Gradio with gr.mount_gradio_app, which never sets Blocks.has_launched; "
-       "Gradio's _check_allowed returns early for a Blocks that has not launched, so any server path in a "
-       "FileData is copied into the cache and handed to the handler")
-
 
 def _start(tmp_path_factory, *flags) -> RunningApp:
     temp_dir = tmp_path_factory.mktemp("gradio_tmp")
@@ -53,7 +49,6 @@ def _passwd_lines() -> list[str]:
     return [line for line in Path("/etc/passwd").read_text().splitlines() if line.strip()][:3]
 
 
-@pytest.mark.xfail(reason=BUG, strict=True)
 @pytest.mark.parametrize("path", [
     "/etc/passwd",
     "{temp}/../../../../../../etc/passwd",  # climbing out of the upload folder
@@ -73,7 +68,6 @@ def test_server_path_is_refused_without_reading_it(app, path):
     assert "could not be decoded" not in data, f"the server opened {path} as prompt audio: {data}"
 
 
-@pytest.mark.xfail(reason=BUG, strict=True)
 def test_real_wav_outside_upload_area_is_not_used(app):
     """A real voice prompt elsewhere on the server, named by path, is not read: the call fails
     (no audio is synthesized from it) and no copy of it lands in Gradio's cache."""
@@ -112,8 +106,6 @@ def test_uploads_still_work_and_server_keeps_serving(app):
     assert status == 200, body
 
 
-@pytest.mark.xfail(reason=BUG + "; for /dev/zero Gradio hashes the file inside the event loop, which never ends, "
-                   "so one request freezes the whole server", strict=True)
 def test_endless_device_file_does_not_freeze_the_server(tmp_path_factory):
     """``/dev/zero`` as a FileData path: the server keeps answering /healthz and the call is
     refused within seconds (a file without end must never be read). Own app: when this fails the

@@ -111,10 +111,6 @@ def _abandoned_upload(app, source: Path, send_bytes: int) -> None:
         time.sleep(1.0)  # the server has written what arrived into its upload folder
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a client that disconnects mid-upload leaves its partial file (tmpXXXXXXXX) in Gradio's upload folder: "
-    "Gradio's multipart parser removes it only on a parse error, not on a client disconnect, and the file is "
-    "in no temp-file set, so neither delete_cache nor shutdown deletes it"))
 def test_partial_upload_of_a_client_that_disconnects_is_deleted(tmp_path):
     """A client sends 800 kB of a declared 1 MB real prompt and disconnects. The server keeps
     serving (a normal request succeeds), and the partial file does not outlive the bound: gone

@@ -246,6 +246,10 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             "(telephone-quality audio lacks the high band that carries a voice's timbre). "
             "Record again at 16 kHz or more (44.1 or 48 kHz is best)."
         )
+    clipped = float(np.mean(np.abs(data) >= 0.999))
+    # A DC offset is not sound: without removing it a file of constant value passes as loud, and
+    # WORLD finds a "voice" in it.
+    data = data - data.mean(axis=0, keepdims=True)
     raw_seconds = frames / sr
     if raw_seconds > MAX_DECODE_S:
         raise _too_long(raw_seconds)
@@ -281,7 +285,6 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         )
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
-    clipped = float(np.mean(np.abs(data) >= 0.999))
     if clipped > 0.001:
         notes.append(f"The prompt is clipped ({clipped:.1%} of samples at full scale); a quieter recording clones better.")
     trimmed = np.ascontiguousarray(trimmed, dtype=np.float32)

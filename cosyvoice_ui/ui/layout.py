@@ -16,9 +16,10 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
     settings = handlers.settings
     facts = handlers.supervisor.status()["engine_facts"]  # the first load is done before the page is built
     speakers = list(facts.get("speakers") or [])
-    # Uploads and results in Gradio's cache are deleted after an hour (checked every 10 minutes),
-    # so a server that runs for days does not fill its temp folder.
-    with gr.Blocks(title="cosyvoice_ui", delete_cache=(600, 3600)) as demo:
+    # Uploads and results in Gradio's cache are deleted --temp-file-ttl after they were written
+    # (an hour by default), so a server that runs for days does not fill its temp folder.
+    with gr.Blocks(title="cosyvoice_ui",
+                   delete_cache=(settings.temp_file_check_s, max(1, int(settings.temp_file_ttl_s)))) as demo:
         gr.Markdown(I18N("title"), elem_id="title")
         gr.Markdown(I18N("subtitle"))
         with gr.Row():

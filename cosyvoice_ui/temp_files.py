@@ -1,0 +1,55 @@
+"""Deleting upload files that Gradio itself never tracks.
+
+Gradio deletes the uploads and results it knows of (``delete_cache``), but an upload whose client
+disconnects midway stays as a ``tmpXXXXXXXX`` file at the top of its upload folder, in no list;
+finished uploads are moved into hashed subfolders. This sweeper removes such top-level files once
+nothing has been written to them for ``--temp-file-ttl`` (a live upload keeps updating the time).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+
+def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None) -> list[str]:
+    """Delete regular files named ``tmp*`` directly in ``folder`` not modified for ``ttl_s`` seconds.
+
+    Returns:
+        The paths deleted. Missing folders and files that vanish meanwhile are not errors.
+    """
+    now = time.time() if now is None else now
+    deleted = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return deleted
+    for entry in entries:
+        try:
+            if (entry.name.startswith("tmp") and entry.is_file(follow_symlinks=False)
+                    and now - entry.stat(follow_symlinks=False).st_mtime > ttl_s):
+                os.unlink(entry.path)
+                deleted.append(entry.path)
+        except FileNotFoundError:
+            continue
+    return deleted
+
+
+def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
+    """Run :func:`sweep_abandoned_uploads` on Gradio's upload folder every ``interval_s`` seconds
+    in a daemon thread."""
+    from gradio.utils import get_upload_folder
+
+    def loop() -> None:
+        while True:
+            time.sleep(interval_s)
+            for path in sweep_abandoned_uploads(get_upload_folder(), ttl_s):
+                log.info("deleted an abandoned partial upload: %s", path)
+
+    thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)
+    thread.start()
+    return thread
