@@ -44,6 +44,11 @@ class AudioReady:
 
 
 @dataclasses.dataclass(frozen=True)
+class Waiting:
+    """Nothing new yet (every 0.25 s). Handlers yield on it so Gradio notices a client that left."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Finished:
     """The whole audio (float32 ``(n,)``) and the result JSON shown as stats."""
 
@@ -74,8 +79,12 @@ class SynthesisService:
         return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
 
     def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None
-            ) -> Iterator[Progress | AudioReady | Finished]:
+            ) -> Iterator[Progress | AudioReady | Waiting | Finished]:
         """Validate, admit and run one request, yielding what happens until it is finished.
+
+        Closing the generator early (the client disconnected) withdraws the request if it is
+        still waiting in the queue, so abandoned requests hold neither a queue slot nor the worker;
+        one already running finishes (the worker cannot be interrupted safely mid-request).
 
         Raises:
             UserFacingError: invalid input (:class:`~.errors.InputError`), busy, failed or timed
@@ -97,16 +106,23 @@ class SynthesisService:
                 self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=len(text or ""))
             raise
         restarted = False
-        while True:
-            try:
-                event = events.get(timeout=_POLL_S)
-            except queue.Empty:
-                if future.done() and events.empty():
-                    break  # the callbacks run before the future resolves, so nothing is left
-                continue
-            if isinstance(event, AudioReady):
-                restarted = restarted or event.restarted
-            yield event
+        try:
+            while True:
+                try:
+                    event = events.get(timeout=_POLL_S)
+                except queue.Empty:
+                    if future.done() and events.empty():
+                        break  # the callbacks run before the future resolves, so nothing is left
+                    yield Waiting()
+                    continue
+                if isinstance(event, AudioReady):
+                    restarted = restarted or event.restarted
+                yield event
+        finally:
+            if not future.done() and future.cancel():
+                self.supervisor.ledger.add_event(self.supervisor.engine, "", "cancelled",
+                                                 "the client left while the request was queued",
+                                                 text_chars=len(request.text))
         output, stats = future.result()
         if restarted:
             notes.append("The worker restarted during this request, so the audio started over; a streamed "

@@ -107,10 +107,6 @@ def test_running_request_whose_client_left_completes_and_others_are_served(app, 
           f"the other client waited {waited_s:.1f} s")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a request whose client left while it waited in the supervisor's queue is still synthesized: "
-    "Handlers.synthesize keeps waiting on its supervisor job and nothing cancels it, so abandoned "
-    "requests hold queue slots (clients beyond --max-queue get 'busy') and worker time"))
 def test_queued_request_whose_client_left_is_not_synthesized(app, client):
     """One client's long request runs; a second client's request waits in the queue and that
     client disconnects. The abandoned queued request must not be synthesized (no ``ok`` ledger

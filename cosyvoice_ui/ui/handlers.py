@@ -39,7 +39,10 @@ class Handlers:
                    speaker: str | None = None, progress=gr.Progress()):
         """Speak ``text`` in the voice of ``prompt_audio`` (or a pretrained ``speaker``).
 
-        Returns:
+        A generator, so that Gradio notices a client that leaves while the request waits (the
+        request is then withdrawn): it yields ``(gr.skip(), gr.skip())`` while waiting, then once:
+
+        Yields:
             ``((sample_rate_hz, int16 samples), stats)`` - Gradio writes the audio as WAV.
             stats: sample_rate_hz, audio_s, synthesis_s, real_time_factor, peak_memory_bytes
             (torch peak allocated on CUDA, else peak worker RSS), worker_pid, device, mode, notes, ...
@@ -51,7 +54,10 @@ class Handlers:
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.Finished):
-                return (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
+                yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
+                return
+            else:
+                yield gr.skip(), gr.skip()
         raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
@@ -70,6 +76,8 @@ class Handlers:
                 yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), gr.skip()
             elif isinstance(event, synthesis.Finished):
                 yield gr.skip(), event.result
+            elif isinstance(event, synthesis.Waiting):
+                yield gr.skip(), gr.skip()
 
     def _events(self, *fields):
         try:

@@ -215,6 +215,8 @@ class Supervisor:
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
+            # Requests withdrawn by clients that left hold no slot.
+            self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
             if len(self._pending) >= self.max_queue:
                 raise BusyError(
                     f"The server is busy: {len(self._pending)} requests are already waiting (limit {self.max_queue}). "
