@@ -23,6 +23,7 @@ from .worker.protocol import RequestStats
 from .worker.supervisor import Supervisor
 
 _POLL_S = 0.25
+_DONE = object()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +100,8 @@ class SynthesisService:
                 request, predicted_peak_bytes=predicted,
                 on_progress=lambda done, total: events.put(Progress(done, total)),
                 on_audio=lambda samples, rate, restarted: events.put(AudioReady(samples, rate, restarted)))
+            # Wakes the loop below the moment the request ends (after its last audio callback).
+            future.add_done_callback(lambda _: events.put(_DONE))
         except (UserFacingError, AdmissionError) as e:
             if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
@@ -111,10 +114,10 @@ class SynthesisService:
                 try:
                     event = events.get(timeout=_POLL_S)
                 except queue.Empty:
-                    if future.done() and events.empty():
-                        break  # the callbacks run before the future resolves, so nothing is left
                     yield Waiting()
                     continue
+                if event is _DONE:
+                    break
                 if isinstance(event, AudioReady):
                     restarted = restarted or event.restarted
                 yield event

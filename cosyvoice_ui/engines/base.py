@@ -29,6 +29,9 @@ class Capabilities:
         devices: "cpu" and/or "cuda".
         fp16: whether half precision is supported on CUDA.
         seed: whether ``seed`` makes results reproducible.
+        prompt_sample_rate_hz: the rate the engine wants its prompt audio at; the web process
+            resamples to it, so the worker needs no resampler (torch alone adds about 480 MiB to
+            an ONNX Runtime worker, bench/README.md). ``None``: the inputs' 24 kHz.
     """
 
     name: str
@@ -39,6 +42,7 @@ class Capabilities:
     devices: tuple[str, ...]
     fp16: bool
     seed: bool
+    prompt_sample_rate_hz: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

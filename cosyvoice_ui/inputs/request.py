@@ -9,7 +9,7 @@ import math
 
 from ..engines.base import Capabilities, PromptSamples, SynthesisRequest
 from ..errors import InputError
-from .prompt_audio import load_prompt_audio
+from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
 from .text import clean_text, validate_text
 
@@ -63,7 +63,10 @@ def build_request(
                          + (f"choose one of: {', '.join(speakers)}." if speakers else "this model has no pretrained speakers."))
     if prompt_audio_path:
         audio = load_prompt_audio(prompt_audio_path)
-        prompt = PromptSamples(samples=audio.samples, sample_rate_hz=audio.sample_rate_hz, sha1=audio.sha1)
+        samples, rate = audio.samples, audio.sample_rate_hz
+        if capabilities.prompt_sample_rate_hz and capabilities.prompt_sample_rate_hz != rate:
+            samples, rate = resample(samples, rate, capabilities.prompt_sample_rate_hz), capabilities.prompt_sample_rate_hz
+        prompt = PromptSamples(samples=samples, sample_rate_hz=rate, sha1=audio.sha1)
         notes.extend(audio.notes)
     elif capabilities.prompt_audio_required and not speaker:
         raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone"

@@ -29,12 +29,14 @@ _OUTPUT_RMS_DBFS = -20.0  # level of neutral speech; instructions add their gain
 _LIMIT = 0.95  # soft limiter ceiling, so loud styles never clip
 _PROFILE_CACHE_SIZE = 32
 _SENTENCE_GAP_S = 0.12
+VOICE_SAMPLE_RATE_HZ = 22050  # en_US-joe-medium's config; prompts arrive at this rate (load() checks)
 
 
 def _capabilities(name: str, devices: tuple[str, ...], fp16: bool, seed: bool) -> Capabilities:
     return Capabilities(
         name=name, languages=("en",), prompt_audio_required=False, uses_prompt_text=False,
-        instruction_presets=prosody_mod.PRESETS, devices=devices, fp16=fp16, seed=seed)
+        instruction_presets=prosody_mod.PRESETS, devices=devices, fp16=fp16, seed=seed,
+        prompt_sample_rate_hz=VOICE_SAMPLE_RATE_HZ)
 
 
 class EmbeddedEngine(Engine):
@@ -135,7 +137,9 @@ class EmbeddedEngine(Engine):
             return cached
         from ...inputs.prompt_audio import resample
 
-        x = resample(prompt.samples, prompt.sample_rate_hz, self._sample_rate_hz)
+        x = prompt.samples
+        if prompt.sample_rate_hz != self._sample_rate_hz:  # the web process normally did it already
+            x = resample(x, prompt.sample_rate_hz, self._sample_rate_hz)
         try:
             profile = vc.profile_from_features(vc.analyze(x, self._sample_rate_hz))
         except ValueError:

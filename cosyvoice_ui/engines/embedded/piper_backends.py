@@ -32,6 +32,7 @@ class OnnxBackend:
         model = onnx.load(str(model_path))
         latent = next((n.input[0] for n in model.graph.node if "dec.conv_pre.weight" in n.input), None)
         self._latent_name = latent
+        extractor = None
         if latent is None:  # not a Piper VITS graph as expected: run it whole
             self._front = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
             self._back = None
@@ -43,7 +44,7 @@ class OnnxBackend:
                                                        options, providers=["CPUExecutionProvider"])
             self._back = onnxruntime.InferenceSession(extractor.extract_model([latent], outputs).SerializeToString(),
                                                       options, providers=["CPUExecutionProvider"])
-        del model
+        del model, extractor  # the sessions hold their own copies; the protobuf is ~60 MiB
         facts = {"device": "cpu", "dtype": "float32", "runtime": "onnxruntime",
                  "windowed_decoder": self._back is not None}
         if device != "cpu":
