@@ -165,3 +165,25 @@ def test_cosyvoice_streaming_plays_in_the_page(browser, tmp_path):
                                timeout=30_000)
     finally:
         app.stop()
+
+
+def test_nothing_a_user_types_is_rendered_as_html(browser, app):
+    """HTML in the text, instruction and prompt text comes back in stats, notes, ledger and
+    messages as text: no injected element appears and no handler runs."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "f5_basic_ref_en.wav"))
+    page.locator("#prompt_text textarea").fill('<b id="injected-b" onmouseover="window.__xss=3">bold</b>')
+    page.locator("#text textarea").fill('Hello <img id="injected-img" src="x" onerror="window.__xss=1"> there.')
+    page.locator("#instruction textarea").fill('<script>window.__xss=2</script><img src=x onerror="window.__xss=4">')
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    assert "'onerror'" in _stats_text(page)  # the note quotes the instruction's words, as text
+    # An error message too: the same HTML with a Chinese text the embedded engine refuses.
+    page.locator("#text textarea").fill('<img id="injected-err" src="x" onerror="window.__xss=5">'
+                                        '今天天气很好，我们一起去公园散步吧。')
+    page.locator("#generate").click()
+    page.get_by_text(re.compile("English")).first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # the ledger and panel tick
+    _shot(page, "10-html-as-text")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#injected-img, #injected-b, #injected-err").count() == 0
