@@ -65,7 +65,7 @@ class Settings:
         if self.engine != "cosyvoice":
             return {}
         return {"model_dir": self.model_dir, "repo": self.cosyvoice_repo, "load_trt": self.load_trt,
-                "load_vllm": self.load_vllm, "stream": self.stream}
+                "load_vllm": self.load_vllm}
 
     @property
     def temp_file_check_s(self) -> int:

@@ -79,9 +79,12 @@ class SynthesisService:
         """The loaded model's pretrained speakers (empty for engines without any)."""
         return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
 
-    def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None
+    def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None, stream: bool = False
             ) -> Iterator[Progress | AudioReady | Waiting | Finished]:
         """Validate, admit and run one request, yielding what happens until it is finished.
+
+        ``stream`` asks the engine for its streaming mode (chunks sooner; CosyVoice then keeps
+        speed at 1.0); audio events come either way.
 
         Closing the generator early (the client disconnected) withdraws the request if it is
         still waiting in the queue, so abandoned requests hold neither a queue slot nor the worker;
@@ -95,6 +98,7 @@ class SynthesisService:
         """
         try:
             request, notes, predicted = self._admit(text, prompt_audio, prompt_text, instruction, speed, seed, speaker)
+            request = dataclasses.replace(request, stream=stream)
             events: queue.Queue = queue.Queue()
             future = self.supervisor.submit(
                 request, predicted_peak_bytes=predicted,
@@ -128,8 +132,9 @@ class SynthesisService:
                                                  text_chars=len(request.text))
         output, stats = future.result()
         if restarted:
-            notes.append("The worker restarted during this request, so the audio started over; a streamed "
-                         "playback repeated its beginning. The finished audio has no repeat.")
+            notes.append("The worker restarted during this request (it crashed or ran out of memory) and the "
+                         "request ran again" + ("; the streamed playback repeated its beginning, the finished audio "
+                                                "has no repeat." if stream else "."))
         yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
 
     def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):

@@ -93,13 +93,15 @@ def test_streaming_sends_chunks_to_the_api_and_keeps_speed_at_one(tmp_path):
         job = client.submit(text="A longer sentence, streamed to the client in chunks as the model makes them.",
                             prompt_audio=handle_file(str(PROMPT)), speed=1.5, api_name="/synthesize_stream")
         outputs = list(job)
-        chunks = [o[0] for o in outputs if isinstance(o[0], str)]
+        chunks = [wav for wav, _ in outputs if wav]
         final_stats = outputs[-1][1]
+        assert all(stats is None for _, stats in outputs[:-1]) and outputs[-1][0] is None
         assert len(chunks) >= 3 and all(sf.info(c).samplerate == 24000 for c in chunks)
         assert any("not supported while streaming" in n for n in final_stats["notes"])
         assert calls(log)[-1]["stream"] is True and calls(log)[-1]["speed"] == 1.0
         whole, stats = client.predict(text="The same API as without streaming.", prompt_audio=handle_file(str(PROMPT)),
-                                      api_name="/synthesize")
+                                      speed=1.5, api_name="/synthesize")
         assert abs(sf.info(whole).duration - stats["audio_s"]) < 0.05
+        assert calls(log)[-1]["stream"] is False and calls(log)[-1]["speed"] == 1.5  # /synthesize is not streamed
     finally:
         app.stop()

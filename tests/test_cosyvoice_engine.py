@@ -34,9 +34,9 @@ def prompt(manifest):
     return PromptSamples(audio.samples, audio.sample_rate_hz, audio.sha1), entry
 
 
-def engine(tmp_path, version=3, stream=False, speakers=("中文女", "English Male"), **kw):
+def engine(tmp_path, version=3, speakers=("中文女", "English Male"), **kw):
     e = CosyVoiceEngine(model_dir=str(make_model_dir(tmp_path / f"model-v{version}", version, speakers)),
-                        repo=str(STANDIN_REPO), stream=stream, **kw)
+                        repo=str(STANDIN_REPO), **kw)
     facts = e.load("cpu", True)
     return e, facts
 
@@ -112,10 +112,9 @@ def test_text_of_only_markers_is_refused(tmp_path, calls_log, prompt):
 
 
 def test_streaming_yields_chunks_and_keeps_speed_at_one(tmp_path, calls_log, prompt):
-    e, facts = engine(tmp_path, stream=True)
-    assert facts["stream"] is True
+    e, _ = engine(tmp_path)
     chunks = list(e.synthesize_stream(SynthesisRequest(text="A longer sentence to stream in chunks.",
-                                                       prompt=prompt[0], speed=1.5)))
+                                                       prompt=prompt[0], speed=1.5, stream=True)))
     c = last_call(calls_log)
     assert c["stream"] is True and c["speed"] == 1.0
     assert len(chunks) > 2 and all(ch.sample_rate_hz == 24000 for ch in chunks)
@@ -172,3 +171,10 @@ def test_bad_model_folders_and_clones_say_what_to_do(tmp_path):
         CosyVoiceEngine(model_dir=str(make_model_dir(tmp_path / "v1", 1)), repo=str(STANDIN_REPO)).load("cpu", False)
     with pytest.raises(FileNotFoundError, match="git clone --recursive"):
         CosyVoiceEngine(model_dir=str(make_model_dir(tmp_path / "v3")), repo=str(tmp_path)).load("cpu", False)
+
+
+def test_a_request_without_stream_keeps_its_speed(tmp_path, calls_log, prompt):
+    e, _ = engine(tmp_path)
+    out = e.synthesize(SynthesisRequest(text="Not streamed.", prompt=prompt[0], speed=1.5))
+    c = last_call(calls_log)
+    assert c["stream"] is False and c["speed"] == 1.5 and not out.notes[1:]

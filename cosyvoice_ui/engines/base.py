@@ -70,6 +70,7 @@ class SynthesisRequest:
             empty means the whole text is one segment. Engines see one segment per call.
         speaker: a pretrained speaker of the model (``Engine.load``'s ``speakers`` fact), used
             instead of prompt audio; "" for none.
+        stream: the client plays audio as it comes; engines with a streaming mode use it.
     """
 
     text: str
@@ -80,6 +81,7 @@ class SynthesisRequest:
     seed: int = -1
     segments: tuple[str, ...] = ()
     speaker: str = ""
+    stream: bool = False
 
 
 @dataclasses.dataclass

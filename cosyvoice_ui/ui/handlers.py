@@ -40,7 +40,9 @@ class Handlers:
         """Speak ``text`` in the voice of ``prompt_audio`` (or a pretrained ``speaker``).
 
         A generator, so that Gradio notices a client that leaves while the request waits (the
-        request is then withdrawn): it yields ``(gr.skip(), gr.skip())`` while waiting, then once:
+        request is then withdrawn): it yields ``(None, None)`` while waiting, then once (not
+        ``gr.skip()``: Gradio then post-processes the result with a copy of the output component
+        whose files its ``delete_cache`` never deletes):
 
         Yields:
             ``((sample_rate_hz, int16 samples), stats)`` - Gradio writes the audio as WAV.
@@ -57,31 +59,32 @@ class Handlers:
                 yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
                 return
             else:
-                yield gr.skip(), gr.skip()
+                yield None, None
         raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
                           instruction: str | None = None, speed: float | None = None, seed: int | None = None,
                           speaker: str | None = None, progress=gr.Progress()):
-        """Like :meth:`synthesize`, but yields ``((sample_rate_hz, int16 chunk), gr.skip())`` as audio
-        becomes ready, then ``(gr.skip(), stats)``.
+        """Like :meth:`synthesize`, but yields ``((sample_rate_hz, int16 chunk), None)`` as audio
+        becomes ready, ``(None, None)`` while waiting, then ``(None, stats)``.
 
         Raises:
             gr.Error: as :meth:`synthesize`.
         """
-        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
+        events = self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream=True)
+        for event in events:
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.AudioReady) and len(event.samples):
-                yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), gr.skip()
+                yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
             elif isinstance(event, synthesis.Finished):
-                yield gr.skip(), event.result
+                yield None, event.result
             elif isinstance(event, synthesis.Waiting):
-                yield gr.skip(), gr.skip()
+                yield None, None
 
-    def _events(self, *fields):
+    def _events(self, *fields, stream: bool = False):
         try:
-            yield from self.service.run(*fields)
+            yield from self.service.run(*fields, stream=stream)
         except (UserFacingError, AdmissionError) as e:
             raise gr.Error(str(e), print_exception=False) from None
 

@@ -54,8 +54,10 @@ def _mib(value: int | None) -> str:
 
 
 def run(args, stream: bool) -> bool:
+    import dataclasses
+
     options = {"model_dir": args.model_dir, "repo": args.cosyvoice_repo, "load_trt": args.load_trt,
-               "load_vllm": args.load_vllm, "stream": stream}
+               "load_vllm": args.load_vllm}
     sup = Supervisor("cosyvoice", args.device, not args.no_fp16, request_timeout_s=300, start_timeout_s=900,
                      engine_options=options).start()
     if not sup.wait_ready(900):
@@ -72,7 +74,7 @@ def run(args, stream: bool) -> bool:
         t0 = time.perf_counter()
         try:
             output, stats = sup.submit(
-                request, on_audio=lambda a, r, restarted: first or first.append(time.perf_counter() - t0)).result()
+                dataclasses.replace(request, stream=stream), on_audio=lambda a, r, restarted: first or first.append(time.perf_counter() - t0)).result()
             print(f"| {mode} | {prompt_name} | {stats.audio_s:.2f} | {stats.real_time_factor:.3f} | "
                   f"{(first[0] if first else float('nan')):.3f} | {_mib(stats.peak_allocated_bytes)} | "
                   f"{_mib(stats.peak_reserved_bytes)} | ok ({output.details.get('mode')}) |")

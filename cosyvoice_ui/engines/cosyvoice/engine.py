@@ -30,7 +30,9 @@ class CosyVoiceEngine(Engine):
         repo: a clone of FunAudioLLM/CosyVoice (``--cosyvoice-repo``); ``None`` when the
             ``cosyvoice`` package is importable already.
         load_trt, load_vllm: passed to the model where it accepts them (CUDA only).
-        stream: use the model's streaming mode (chunks of about half a second).
+
+    The model's streaming mode is used for requests with ``stream`` set (the page and
+    ``/synthesize_stream`` with ``--stream``); ``/synthesize`` runs without it and honours speed.
     """
 
     capabilities = Capabilities(
@@ -41,14 +43,13 @@ class CosyVoiceEngine(Engine):
         devices=("cpu", "cuda"), fp16=True, seed=True)
 
     def __init__(self, model_dir: str | None = None, repo: str | None = None, load_trt: bool = False,
-                 load_vllm: bool = False, stream: bool = False) -> None:
+                 load_vllm: bool = False) -> None:
         if not model_dir:
             raise ValueError("--engine cosyvoice needs --model-dir PATH (a local CosyVoice 2 or 3 model folder).")
         self._model_dir = model_dir
         self._repo = repo
         self._load_trt = load_trt
         self._load_vllm = load_vllm
-        self._stream = stream
         self._model = None
         self._version = 0
         self._speakers: tuple[str, ...] = ()
@@ -64,7 +65,7 @@ class CosyVoiceEngine(Engine):
         list_speakers = getattr(self._model, "list_available_spks", None) or getattr(self._model, "list_avaliable_spks")
         self._speakers = tuple(list_speakers())
         self._sample_rate_hz = int(self._model.sample_rate)
-        facts.update(speakers=list(self._speakers), stream=self._stream, inline_tags=list(prompt_format.INLINE_TAGS))
+        facts.update(speakers=list(self._speakers), inline_tags=list(prompt_format.INLINE_TAGS))
         return facts
 
     def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
@@ -90,7 +91,8 @@ class CosyVoiceEngine(Engine):
             instruction=request.instruction, speaker=request.speaker, speakers=self._speakers)
         notes = list(call.notes)
         speed = request.speed
-        if self._stream and speed != 1.0:
+        stream = request.stream
+        if stream and speed != 1.0:
             notes.append(f"Speed {speed:g} is not supported while streaming (a limit of the model); "
                          "synthesized at 1.0.")
             speed = 1.0
@@ -100,11 +102,11 @@ class CosyVoiceEngine(Engine):
             torch.manual_seed(request.seed)
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.manual_seed_all(request.seed)
-        kwargs = dict(call.kwargs, stream=self._stream, speed=speed)
+        kwargs = dict(call.kwargs, stream=stream, speed=speed)
         prompt_path = _write_prompt(request) if call.uses_prompt_wav else None
         if prompt_path:
             kwargs["prompt_wav"] = prompt_path
-        details = {"mode": call.mode, "model": type(self._model).__name__, "stream": self._stream,
+        details = {"mode": call.mode, "model": type(self._model).__name__, "stream": stream,
                    "method": call.method}
         first = True
         try:
