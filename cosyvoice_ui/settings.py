@@ -202,7 +202,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",
                  "temp_file_ttl_s"):
         if values[name] <= 0:
-            parser.error(f"{name} must be positive, got {values[name]}")
+            flag = "--" + name.removesuffix("_s").replace("_", "-")
+            parser.error(f"{flag} must be positive, got {values[name]:g}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
     if values["leak_threshold_mb"] < 0 or not 0 <= values["leak_threshold_fraction"] <= 1:
