@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -80,11 +81,26 @@ class RunningApp:
         self._log.close()
 
 
-@pytest.fixture(scope="module")
-def app_server():
-    app = RunningApp()
+@contextlib.contextmanager
+def serving(*flags: str, env: dict | None = None):
+    """A :class:`RunningApp` that is healthy inside the block and stopped after it."""
+    app = RunningApp(*flags, env=env)
     try:
         app.wait_healthy()
         yield app
     finally:
         app.stop()
+
+
+def serve_with_ledger(tmp_path_factory, *flags: str):
+    """Generator for module fixtures: an app writing ``--ledger`` to ``app.ledger_path``."""
+    ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
+    with serving("--ledger", str(ledger), *flags) as app:
+        app.ledger_path = ledger
+        yield app
+
+
+@pytest.fixture(scope="module")
+def app_server():
+    with serving() as app:
+        yield app

@@ -23,7 +23,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from . import gradio_http as gh
-from .conftest import PROMPTS_DIR, RunningApp
+from .conftest import PROMPTS_DIR, serve_with_ledger
 
 SENTENCE = "The quick brown fox jumps over the lazy dog near the quiet river bank."
 # Distinct lengths identify each request in the ledger (text_chars).
@@ -34,14 +34,7 @@ OTHER_TEXT = "Another client is still served."
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
-    app = RunningApp("--ledger", str(ledger))
-    app.ledger_path = ledger
-    try:
-        app.wait_healthy()
-        yield app
-    finally:
-        app.stop()
+    yield from serve_with_ledger(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

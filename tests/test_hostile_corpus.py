@@ -17,7 +17,7 @@ import soundfile as sf
 from gradio_client import Client, handle_file
 
 from . import make_hostile_corpus as corpus
-from .conftest import PROMPTS_DIR, RunningApp
+from .conftest import PROMPTS_DIR, serve_with_ledger
 
 TEXT = "Hello there, this is a short test."
 # Restart reasons that mean a file hurt the worker (a crash retry or a hang replaces its process).
@@ -34,14 +34,7 @@ def corpus_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hostile_app(tmp_path_factory):
-    ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
-    app = RunningApp("--ledger", str(ledger))
-    app.ledger_path = ledger
-    try:
-        app.wait_healthy()
-        yield app
-    finally:
-        app.stop()
+    yield from serve_with_ledger(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from gradio_client import Client, handle_file
 
 from . import gradio_http as gh
 from . import make_hostile_corpus as corpus
-from .conftest import PROMPTS_DIR, RunningApp
+from .conftest import PROMPTS_DIR, serving
 
 LIMIT_BYTES = 1_000_000
 
@@ -27,15 +27,9 @@ LIMIT_BYTES = 1_000_000
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     temp_dir = tmp_path_factory.mktemp("gradio_tmp")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADIO_TEMP_DIR", str(temp_dir))
-        app = RunningApp("--max-upload-mb", "1")
-    app.temp_dir = temp_dir
-    try:
-        app.wait_healthy()
+    with serving("--max-upload-mb", "1", env={"GRADIO_TEMP_DIR": str(temp_dir)}) as app:
+        app.temp_dir = temp_dir
         yield app
-    finally:
-        app.stop()
 
 
 @pytest.fixture(scope="module")
