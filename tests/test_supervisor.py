@@ -328,3 +328,19 @@ def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatc
         assert "loading" in states
     finally:
         sup.stop(grace_s=1)
+
+
+def test_auto_device_without_a_gpu_does_not_import_torch():
+    """--device auto on a machine without an NVIDIA GPU resolves to the CPU without importing torch,
+    which alone would add about 480 MiB to an ONNX Runtime worker."""
+    import subprocess
+    import sys
+
+    from cosyvoice_ui.worker.process import _nvidia_gpu_visible
+
+    if _nvidia_gpu_visible():
+        pytest.skip("an NVIDIA GPU is visible here: auto resolves to CUDA")
+    out = subprocess.run([sys.executable, "-c", "import sys; from cosyvoice_ui.worker.process import resolve_device; "
+                          "print(resolve_device('auto'), 'torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["cpu", "False"]

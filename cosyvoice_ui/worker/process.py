@@ -29,6 +29,22 @@ def _configure_allocator() -> None:
         os.environ.setdefault(key, "expandable_segments:True")
 
 
+def _nvidia_gpu_visible() -> bool:
+    """Whether NVML sees an NVIDIA GPU this process may use (cheap; no CUDA context)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount() > 0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver, no library: no usable GPU
+        return False
+
+
 def resolve_device(requested: str) -> str:
     """Turn ``auto|cpu|cuda|cuda:N`` into a concrete torch device string. Worker-side only:
     it may initialize CUDA.
@@ -36,7 +52,9 @@ def resolve_device(requested: str) -> str:
     Raises:
         RuntimeError: CUDA was asked for but is not usable, or the index does not exist.
     """
-    if requested == "cpu":
+    if requested == "cpu" or (requested == "auto" and not _nvidia_gpu_visible()):
+        # No torch import: on the CPU the default engine runs in ONNX Runtime, and importing torch
+        # alone adds about 480 MiB to the worker.
         return "cpu"
     import torch
 
