@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 
 def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None) -> list[str]:
-    """Delete regular files named ``tmp*`` directly in ``folder`` not modified for ``ttl_s`` seconds.
+    """Delete regular files named ``tmp*`` directly in ``folder`` not modified for ``ttl_s`` seconds,
+    and the empty subfolders Gradio leaves behind once ``delete_cache`` removed their file (one per
+    upload or result: over days they pile up by the thousand).
 
     Returns:
         The paths deleted. Missing folders and files that vanish meanwhile are not errors.
@@ -30,11 +32,14 @@ def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None)
         return deleted
     for entry in entries:
         try:
-            if (entry.name.startswith("tmp") and entry.is_file(follow_symlinks=False)
-                    and now - entry.stat(follow_symlinks=False).st_mtime > ttl_s):
+            old = now - entry.stat(follow_symlinks=False).st_mtime > ttl_s
+            if old and entry.name.startswith("tmp") and entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
                 deleted.append(entry.path)
-        except FileNotFoundError:
+            elif old and entry.is_dir(follow_symlinks=False) and not any(os.scandir(entry.path)):
+                os.rmdir(entry.path)  # fails harmlessly if a file arrived meanwhile
+                deleted.append(entry.path)
+        except (FileNotFoundError, OSError):
             continue
     return deleted
 
@@ -47,8 +52,10 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     def loop() -> None:
         while True:
             time.sleep(interval_s)
-            for path in sweep_abandoned_uploads(get_upload_folder(), ttl_s):
-                log.info("deleted an abandoned partial upload: %s", path)
+            deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
+            if deleted:
+                log.info("deleted %d abandoned partial upload(s) or empty folder(s) older than %.0f s",
+                         len(deleted), ttl_s)
 
     thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)
     thread.start()

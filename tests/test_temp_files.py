@@ -133,3 +133,32 @@ def test_partial_upload_of_a_client_that_disconnects_is_deleted(tmp_path):
         app.stop()
     left = set(partial) & set(gh.files_under(app.temp_dir))
     assert not left, f"partial upload left after the server stopped: {left}"
+
+
+def test_sweeper_removes_old_partial_uploads_and_empty_folders_only(tmp_path):
+    """What Gradio leaves behind (a partial ``tmp*`` upload, emptied hash folders) goes once it is
+    older than the time-to-live; fresh entries, other files and folders with files stay."""
+    import os
+
+    from cosyvoice_ui.temp_files import sweep_abandoned_uploads
+
+    def make(path, old, folder=False, content=b"x"):
+        if folder:
+            path.mkdir()
+        else:
+            path.write_bytes(content)
+        if old:
+            os.utime(path, (1000, 1000))
+        return path
+
+    old_partial = make(tmp_path / "tmpabc123", True)
+    new_partial = make(tmp_path / "tmpdef456", False)
+    other = make(tmp_path / "notes.txt", True)
+    old_empty = make(tmp_path / ("0f" * 8), True, folder=True)
+    full = tmp_path / ("ab" * 8)
+    full.mkdir()
+    (full / "audio.wav").write_bytes(b"RIFF")
+    os.utime(full, (1000, 1000))
+    deleted = set(sweep_abandoned_uploads(str(tmp_path), ttl_s=60))
+    assert deleted == {str(old_partial), str(old_empty)}
+    assert new_partial.exists() and other.exists() and full.exists()
