@@ -2,9 +2,9 @@
 FunAudioLLM/CosyVoice and downloaded weights (README, CosyVoice section).
 
 Runs every mode on the real prompts in ../shared/prompts through a supervised worker on CUDA and
-prints, per mode: RTF, peak allocated / reserved VRAM (torch), and with --stream the first-chunk
-latency; then restarts the worker and prints the VRAM NVML sees for the old and new pid (the
-old one must hold 0 bytes).
+prints, per mode, once without and once with the model's streaming mode: RTF, time to the first
+audio chunk, peak allocated / reserved VRAM (torch); then restarts the worker and prints the VRAM
+NVML sees for the old pid (it must hold 0 bytes).
 
     .venv/bin/python tests/gpu/cosyvoice_check.py --model-dir PATH --cosyvoice-repo PATH [--no-fp16] [--load-trt] [--device cpu]
 """
