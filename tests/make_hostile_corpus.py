@@ -62,9 +62,7 @@ def encode(samples: np.ndarray, sr: int, path: Path, container: str, codec: str,
     rate = rate or sr
     samples = resample_to(samples, sr, rate)
     with av.open(str(path), mode="w", format=container) as out:
-        if video:
-            vstream = out.add_stream("mpeg4", rate=10)
-            vstream.width, vstream.height, vstream.pix_fmt = 64, 48, "yuv420p"
+        vstream = _video_stream(out) if video else None
         stream = out.add_stream(codec, rate=rate)
         stream.layout = "mono"
         frame_size = stream.codec_context.frame_size or 1024
@@ -80,16 +78,27 @@ def encode(samples: np.ndarray, sr: int, path: Path, container: str, codec: str,
                     out.mux(packet)
         for packet in stream.encode(None):
             out.mux(packet)
-        if video:
-            for i in range(int(len(samples) / rate * 10)):
-                img = np.full((48, 64, 3), (i * 7) % 255, dtype=np.uint8)
-                vframe = av.VideoFrame.from_ndarray(img, format="rgb24")
-                vframe.pts = i
-                for packet in vstream.encode(vframe):
-                    out.mux(packet)
-            for packet in vstream.encode(None):
-                out.mux(packet)
+        if vstream is not None:
+            _mux_video(out, vstream, int(len(samples) / rate * 10))
     return path
+
+
+def _video_stream(out):
+    """A tiny 10 fps MPEG-4 video stream in container ``out``."""
+    vstream = out.add_stream("mpeg4", rate=10)
+    vstream.width, vstream.height, vstream.pix_fmt = 64, 48, "yuv420p"
+    return vstream
+
+
+def _mux_video(out, vstream, frames: int) -> None:
+    """Encode ``frames`` frames of changing grey into ``vstream`` and flush it."""
+    for i in range(frames):
+        vframe = av.VideoFrame.from_ndarray(np.full((48, 64, 3), (i * 7) % 255, dtype=np.uint8), format="rgb24")
+        vframe.pts = i
+        for packet in vstream.encode(vframe):
+            out.mux(packet)
+    for packet in vstream.encode(None):
+        out.mux(packet)
 
 
 def webm_opus(samples, sr, folder: Path) -> Path:
@@ -110,15 +119,7 @@ def m4a_aac(samples, sr, folder: Path) -> Path:
 
 def video_only_mp4(path: Path, seconds: float = 2.0) -> Path:
     with av.open(str(path), mode="w", format="mp4") as out:
-        vstream = out.add_stream("mpeg4", rate=10)
-        vstream.width, vstream.height, vstream.pix_fmt = 64, 48, "yuv420p"
-        for i in range(int(seconds * 10)):
-            vframe = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 10 % 255, dtype=np.uint8), format="rgb24")
-            vframe.pts = i
-            for packet in vstream.encode(vframe):
-                out.mux(packet)
-        for packet in vstream.encode(None):
-            out.mux(packet)
+        _mux_video(out, _video_stream(out), int(seconds * 10))
     return path
 
 
