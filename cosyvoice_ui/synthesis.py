@@ -110,7 +110,8 @@ class SynthesisService:
             if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
                            "InputError": "refused:input"}.get(type(e).__name__, "refused")
-                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=len(text or ""))
+                text_chars = len(text) if isinstance(text, str) else 0  # text may be any JSON value
+                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=text_chars)
             raise
         restarted = False
         try:

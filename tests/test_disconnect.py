@@ -7,8 +7,8 @@ does not hurt the server: other clients' requests complete, the worker is the sa
 
 - a request that is already **running** when its client leaves runs to completion in the worker
   (ledger outcome ``ok``); its answer is dropped. The next client waits for it.
-- a request still **waiting in the supervisor's queue** when its client leaves is, today, also
-  synthesized (an expected failure below: abandoned work holds a queue slot and the worker).
+- a request still **waiting in the supervisor's queue** when its client leaves is withdrawn and
+  never synthesized (ledger outcome ``cancelled``).
 
 Requests are sent with the raw ``/call`` protocol (see ``tests/gradio_http.py``) because a
 disconnect means closing the HTTP stream, which ``gradio_client`` does not expose.

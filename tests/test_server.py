@@ -61,7 +61,7 @@ def test_instruction_and_ignored_parts_are_reported(client):
     ({"text": "   "}, "empty"),
     ({"text": "x" * 2001}, "limit is 2000"),
     ({"text": "你好，世界"}, "English only"),
-    ({"text": "Hello", "speed": 3.0}, "maximum value 2.0"),  # Gradio's slider checks it
+    ({"text": "Hello", "speed": 3.0}, "use a number from 0.5 to 2.0"),
 ])
 def test_bad_input_gets_clear_message_and_server_keeps_working(client, kwargs, fragment):
     with pytest.raises(Exception) as e:

@@ -51,9 +51,17 @@ def build_request(
     Returns:
         ``(request, notes)``: notes are hints for the user (short prompt, clipping, ...).
 
+    The values arrive as the caller sent them (the synthesize events skip Gradio's own
+    preprocessing, which rounded a seed of 1.5 and turned a number sent as text into a string),
+    so their types are checked here too.
+
     Raises:
         InputError: the first problem found, with a message saying what would work.
     """
+    for value, name in ((text, "text"), (prompt_text, "prompt_text"), (instruction, "instruction"),
+                        (speaker, "speaker"), (prompt_audio_path, "prompt_audio")):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"The {name} must be a string (got {_shown(value)}).")
     clean = validate_text(text, max_text_chars, capabilities.languages)
     notes: list[str] = []
     prompt = None
@@ -80,12 +88,14 @@ def build_request(
         prompt_text, MAX_PROMPT_TEXT_CHARS, "prompt text", "It should be the transcript of the prompt audio only.")
     if prompt_text_clean and not capabilities.uses_prompt_text:
         notes.append("This engine does not use the prompt text; it clones from the audio alone.")
-    speed_value = _number(speed, 1.0, "speed")
+    speed_hint = f"use a number from {SPEED_RANGE[0]} to {SPEED_RANGE[1]} (1.0 is natural)"
+    speed_value = _number(speed, 1.0, "speed", speed_hint)
     if not (SPEED_RANGE[0] <= speed_value <= SPEED_RANGE[1]):
-        raise InputError(f"Speed {speed_value:g} is out of range; use {SPEED_RANGE[0]} to {SPEED_RANGE[1]} (1.0 is natural).")
-    seed_value = _number(seed, -1, "seed")
+        raise InputError(f"The speed {_shown(speed)} is out of range; {speed_hint}.")
+    seed_hint = f"use a whole number from 0 to {MAX_SEED}, or -1 for random"
+    seed_value = _number(seed, -1, "seed", seed_hint)
     if seed_value != int(seed_value) or not (-1 <= seed_value <= MAX_SEED):
-        raise InputError(f"Seed {seed_value:g} is not valid; use a whole number from 0 to {MAX_SEED}, or -1 for random.")
+        raise InputError(f"The seed {_shown(seed)} is not valid; {seed_hint}.")
     request = SynthesisRequest(text=clean, prompt=prompt, prompt_text=prompt_text_clean,
                                instruction=instruction_clean, speed=speed_value, seed=int(seed_value),
                                segments=tuple(split_text(clean, max_segment_chars)), speaker=speaker)
@@ -99,13 +109,21 @@ def _optional_text(value: str | None, limit: int, name: str, hint: str) -> str:
     return cleaned
 
 
-def _number(value, default: float, name: str) -> float:
+def _number(value, default: float, name: str, hint: str) -> float:
+    """A JSON number (int or float, not bool) as float; ``None`` or "" (an emptied field) is ``default``."""
     if value is None or value == "":
         return float(default)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"The {name} {value!r} is not a number.") from None
-    if not math.isfinite(number):
-        raise InputError(f"The {name} must be a finite number.")
-    return number
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"The {name} must be a number (got {_shown(value)}); {hint}.")
+    if not math.isfinite(value):
+        raise InputError(f"The {name} must be a finite number (got {_shown(value)}); {hint}.")
+    return float(value)
+
+
+def _shown(value) -> str:
+    """A short, exact rendering of a caller's value for a message: whole numbers in full
+    (``2147483648``, not ``2.14748e+09``), others as ``repr`` cut at 60 characters."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+        return str(int(value))
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -25,6 +25,16 @@ from . import formatting
 log = logging.getLogger(__name__)
 
 
+def uploaded_path(prompt_audio):
+    """The server path of an uploaded file as the synthesize events receive it without Gradio's
+    preprocessing: a ``FileData`` dict (its file already checked to be in Gradio's upload folder
+    and moved to its cache), ``None``, or a path string (callers in process). Anything else is
+    returned as it is, for :func:`~cosyvoice_ui.inputs.request.build_request` to refuse."""
+    if isinstance(prompt_audio, dict) and isinstance(prompt_audio.get("path"), str):
+        return prompt_audio["path"]
+    return prompt_audio
+
+
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None) -> None:
@@ -34,7 +44,7 @@ class Handlers:
         self.capabilities = capabilities
         self.service = SynthesisService(settings, supervisor, capabilities, admission)
 
-    def synthesize(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
+    def synthesize(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
                    speaker: str | None = None, progress=gr.Progress()):
         """Speak ``text`` in the voice of ``prompt_audio`` (or a pretrained ``speaker``).
@@ -62,7 +72,7 @@ class Handlers:
                 yield None, None
         raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
-    def synthesize_stream(self, text: str, prompt_audio: str | None = None, prompt_text: str | None = None,
+    def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                           instruction: str | None = None, speed: float | None = None, seed: int | None = None,
                           speaker: str | None = None, progress=gr.Progress()):
         """Like :meth:`synthesize`, but yields ``((sample_rate_hz, int16 chunk), None)`` as audio
@@ -82,9 +92,9 @@ class Handlers:
             elif isinstance(event, synthesis.Waiting):
                 yield None, None
 
-    def _events(self, *fields, stream: bool = False):
+    def _events(self, text, prompt_audio, *fields, stream: bool = False):
         try:
-            yield from self.service.run(*fields, stream=stream)
+            yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream)
         except (UserFacingError, AdmissionError) as e:
             raise gr.Error(str(e), print_exception=False) from None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from .api_blocks import ApiBlocks
 from .handlers import Handlers
 from .i18n import I18N
 
@@ -18,7 +19,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
     speakers = list(facts.get("speakers") or [])
     # Uploads and results in Gradio's cache are deleted --temp-file-ttl after they were written
     # (an hour by default), so a server that runs for days does not fill its temp folder.
-    with gr.Blocks(title="cosyvoice_ui",
+    with ApiBlocks(title="cosyvoice_ui",
                    delete_cache=(settings.temp_file_check_s, max(1, int(settings.temp_file_ttl_s)))) as demo:
         gr.Markdown(I18N("title"), elem_id="title")
         gr.Markdown(I18N("subtitle"))
@@ -71,7 +72,10 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         # The synthesize event may wait inside the supervisor's bounded queue, so Gradio must
         # let up to max_queue + 1 handlers wait there; the supervisor answers "busy" beyond that.
         fields = [text, prompt_audio, prompt_text, instruction, speed, seed, speaker]
-        limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize")
+        # preprocess=False: the handler gets the values as sent and validates them itself
+        # (inputs/request.py), with messages that name the parameter; Gradio's preprocessing
+        # would round a seed of 1.5 and turn any JSON value sent as text into a string.
+        limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize", preprocess=False)
         if not settings.stream:
             generate.click(handlers.synthesize, inputs=fields, outputs=[output_audio, stats],
                            api_name="synthesize", **limits)

@@ -1,0 +1,124 @@
+"""``gr.Blocks`` that answers a malformed API payload as the caller's mistake.
+
+Before an event handler runs, Gradio checks and moves the payload's files (a ``FileData`` for
+each file parameter) and runs each component's preprocessing. When that fails, it prints a
+full traceback (20-100 lines) and answers with its own wording ("Could not preprocess input
+component at index 4", a pydantic report), so a client sending junk in a loop could flood the
+log cheaply (second newcomer session). Here every such failure becomes one log line and a
+message that names the parameter and says what would work.
+
+The server also never downloads a URL given as a file: Gradio would fetch it with no size
+limit, bypassing ``--max-upload-mb``; and a prompt is meant to be uploaded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import gradio as gr
+import pydantic
+from gradio.exceptions import ComponentProcessingError, InvalidPathError
+from gradio_client import utils as client_utils
+
+log = logging.getLogger(__name__)
+
+_FILE_HINT = "upload the file first (gradio_client: handle_file('voice.wav')) or send null"
+
+
+class PayloadError(Exception):
+    """A payload that cannot be an input to its event; ``str()`` is the message for the caller."""
+
+
+class ApiBlocks(gr.Blocks):
+    """Refuses malformed inputs with one log line and a clear :class:`gr.Error`.
+
+    Server faults met while preparing inputs (a full disk while copying an upload) are not the
+    caller's mistake and keep Gradio's usual traceback.
+    """
+
+    async def preprocess_data(self, block_fn, inputs, *args, **kwargs):
+        try:
+            _refuse_urls(block_fn, inputs)
+            return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
+        except gr.Error as e:
+            if not e.print_exception:
+                raise
+            # Gradio's own checks (a dropdown value, a slider bound) print a traceback by default.
+            raise _refused(block_fn, e.message) from None
+        except PayloadError as e:
+            raise _refused(block_fn, str(e)) from None
+        except (ComponentProcessingError, InvalidPathError, pydantic.ValidationError, ValueError, TypeError) as e:
+            raise _refused(block_fn, describe_payload_error(block_fn, inputs, e)) from None
+
+
+def parameter_names(block_fn) -> list[str]:
+    """The handler's parameter names in input order (its public API names), ``input N`` when
+    the handler does not name them (a lambda with ``*args``)."""
+    try:
+        params = [p.name for p in inspect.signature(block_fn.fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"input {i}" for i in range(len(block_fn.inputs))]
+
+
+def describe_payload_error(block_fn, inputs: list, error: Exception) -> str:
+    """The caller-facing message for a payload Gradio could not prepare.
+
+    Args:
+        block_fn: Gradio's ``BlockFunction`` of the event (its ``fn``, ``inputs``, ``api_name``).
+        inputs: the payload's positional values, as sent.
+        error: what Gradio raised while preparing them.
+
+    Returns:
+        One sentence naming the event and the parameter, and what would work.
+    """
+    names = parameter_names(block_fn)
+    event = f"/{block_fn.api_name}" if block_fn.api_name else "this event"
+    if len(inputs) < len(names):
+        return f"{event} takes {len(names)} values ({', '.join(names)}); got {len(inputs)}."
+    if isinstance(error, InvalidPathError):
+        bad = next((i for i, v in enumerate(inputs) if _file_paths(v)), None)
+        name = names[bad] if bad is not None else "a file parameter"
+        return f"The {name} names a file that was not uploaded to this server; {_FILE_HINT}."
+    if isinstance(error, pydantic.ValidationError):
+        # Raised for the first file parameter whose value is not a FileData object.
+        bad = next((i for i, b in enumerate(block_fn.inputs)
+                    if getattr(b, "data_model", None) and inputs[i] is not None
+                    and not client_utils.is_file_obj_with_meta(inputs[i])), None)
+        name = names[bad] if bad is not None else "a file parameter"
+        shown = _short(inputs[bad]) if bad is not None else ""
+        return f"The {name} must be a file object, not {shown}; {_FILE_HINT}."
+    return f"{event} could not read its inputs ({_short(str(error), 160)}); check each parameter's type."
+
+
+def _refuse_urls(block_fn, inputs: list) -> None:
+    names = parameter_names(block_fn)
+    for i, value in enumerate(inputs[:len(names)]):
+        for path in _file_paths(value):
+            if client_utils.is_http_url_like(path):
+                raise PayloadError(f"The {names[i]} is a URL ({_short(path)}); this server does not download files. "
+                                   f"Download it, then upload it (gradio_client: handle_file('voice.wav')).")
+
+
+def _file_paths(value) -> list[str]:
+    found: list[str] = []
+
+    def collect(d):
+        if isinstance(d.get("path"), str):
+            found.append(d["path"])
+        return d
+
+    client_utils.traverse(value, collect, client_utils.is_file_obj_with_meta)
+    return found
+
+
+def _refused(block_fn, message: str) -> gr.Error:
+    log.info("refused a call to %s: %s", f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
+    return gr.Error(message, print_exception=False)
+
+
+def _short(value, limit: int = 60) -> str:
+    text = value if isinstance(value, str) and limit > 60 else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1,0 +1,125 @@
+"""API values of the wrong type or shape, and clients that leave mid-upload.
+
+Promise: whatever JSON a caller puts in a ``/synthesize`` payload, the answer is an error that
+names the parameter and says what would work (not Gradio's "Could not preprocess input component
+at index 4" or a pydantic report); a seed that is not a whole number is refused, not rounded; a
+URL given as prompt audio is refused without being fetched. A refusal writes at most one line
+to the server log and never a traceback, so a client sending junk in a loop cannot flood it;
+the same holds for a client that drops its connection in the middle of an upload. After all of
+it the server still synthesizes.
+
+Payloads are sent with the raw ``/call`` protocol (``tests/gradio_http.py``), since
+``gradio_client`` checks some types itself before sending.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from gradio_client import Client, handle_file
+
+from . import gradio_http as gh
+from .conftest import PROMPTS_DIR, serving
+
+TEXT = "Hello there."
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with serving(env={"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("gradio_tmp"))}) as app:
+        yield app
+
+
+class LogWatch:
+    """The server log lines written since the last :meth:`new_lines` call."""
+
+    def __init__(self, app) -> None:
+        self.path = app.log_path
+        self.offset = self.path.stat().st_size
+
+    def new_lines(self) -> list[str]:
+        time.sleep(0.3)  # the log is written by another process
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        return data.decode("utf-8", "replace").splitlines()
+
+
+BAD_VALUES = [
+    # (values, fragments the message must contain)
+    (dict(speed="fast"), ["speed", "'fast'", "0.5 to 2.0"]),
+    (dict(speed=[1]), ["speed", "0.5 to 2.0"]),
+    (dict(speed=3.0), ["speed 3", "out of range"]),
+    (dict(speed=float("inf")), ["speed", "finite"]),
+    (dict(seed=1.5), ["seed 1.5", "whole number"]),
+    (dict(seed="abc"), ["seed", "'abc'", "whole number"]),
+    (dict(seed=True), ["seed", "True", "whole number"]),
+    (dict(seed=2**31), ["seed 2147483648", "whole number"]),
+    (dict(speaker="../../etc/passwd"), ["speaker", "no pretrained speakers"]),
+    (dict(speaker=5), ["speaker must be a string"]),
+    (dict(text=123), ["text must be a string", "123"]),
+    (dict(text={"a": 1}), ["text must be a string"]),
+    (dict(instruction=["happy"]), ["instruction must be a string"]),
+    (dict(prompt_text=7), ["prompt_text must be a string"]),
+    (dict(prompt_audio="/etc/passwd"), ["prompt_audio must be a file", "handle_file"]),
+    (dict(prompt_audio=5), ["prompt_audio must be a file", "handle_file"]),
+    (dict(prompt_audio={"foo": 1}), ["prompt_audio must be a file"]),
+    (dict(prompt_audio=gh.file_data("/etc/passwd")), ["prompt_audio names a file that was not uploaded"]),
+    (dict(prompt_audio=gh.file_data("https://example.invalid/voice.wav")), ["prompt_audio is a URL",
+                                                                            "does not download"]),
+]
+
+
+@pytest.mark.parametrize("values,fragments", BAD_VALUES, ids=[
+    f"{k}={str(v)[:30]}" for values, _ in BAD_VALUES for k, v in values.items()])
+def test_wrong_value_is_named_and_logged_in_one_line(app, values, fragments):
+    log = LogWatch(app)
+    event, data = gh.call(app.url, "synthesize", **{"text": TEXT, **values})
+    assert event == "error", data
+    for fragment in fragments:
+        assert fragment in data, f"{fragment!r} missing from {data}"
+    assert "Could not preprocess" not in data and "validation error" not in data
+    lines = log.new_lines()
+    assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
+
+
+def test_too_few_values_are_named(app):
+    log = LogWatch(app)
+    event_id = gh.start_call(app.url, "synthesize", [TEXT])
+    with gh.open_result_stream(app.url, "synthesize", event_id, 30) as r:
+        event, data = gh.parse_sse(r.read().decode())
+    assert event == "error" and "takes 7 values" in data and "prompt_audio" in data, data
+    lines = log.new_lines()
+    assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
+
+
+def test_gradio_client_url_prompt_is_refused_not_fetched(app):
+    """``handle_file(url)`` makes the server fetch the URL in plain Gradio (with no size limit,
+    around ``--max-upload-mb``); here the server refuses it and says what to do instead."""
+    client = Client(app.url, verbose=False)
+    with pytest.raises(Exception, match="does not download files"):
+        client.predict(text=TEXT, prompt_audio=handle_file(app.url + "healthz"), api_name="/synthesize")
+
+
+def test_client_leaving_mid_upload_is_one_log_line(app):
+    log = LogWatch(app)
+    head = (b"--XX\r\nContent-Disposition: form-data; name=\"files\"; filename=\"voice.wav\"\r\n"
+            b"Content-Type: audio/wav\r\n\r\n" + b"\0" * 100_000)
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", app.port)) as s:
+            s.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: 5000000\r\n\r\n" + head)
+            time.sleep(0.3)
+    lines = log.new_lines()
+    assert not any("Traceback" in line for line in lines), "\n".join(lines[:40])
+    assert len(lines) <= 3, "\n".join(lines)
+
+
+def test_server_still_synthesizes_with_a_prompt_after_all_that(app):
+    client = Client(app.url, verbose=False)
+    _, stats = client.predict(text=TEXT, prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_male.wav")),
+                              seed=7, speed=1.25, api_name="/synthesize")
+    assert stats["audio_s"] > 0.3 and stats["prompt_s"] > 3.0
