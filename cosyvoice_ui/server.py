@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import hmac
-import logging
 
 import fastapi
 import gradio as gr
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from starlette.requests import ClientDisconnect
 
 from .engines import engine_capabilities
+from .http_errors import QuietRequestErrors
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
@@ -21,25 +20,6 @@ from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import build_blocks
 from .worker.supervisor import HEALTHY_STATES, Supervisor
-
-log = logging.getLogger(__name__)
-
-
-class QuietClientDisconnect:
-    """ASGI middleware: a client that leaves in the middle of sending its body (an upload
-    cancelled in the browser, a dropped connection) is logged as one line, not as the ~100-line
-    "Exception in ASGI application" traceback uvicorn prints for Starlette's ``ClientDisconnect``;
-    there is nobody left to answer."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        try:
-            await self.app(scope, receive, send)
-        except ClientDisconnect:
-            log.info("a client left in the middle of %s %s", scope.get("method"), scope.get("path"))
-
 
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
@@ -52,7 +32,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                           available_memory(supervisor.status, monitor.nvml.read, settings.memory_reserve))
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
     app = fastapi.FastAPI(docs_url=None, redoc_url=None)
-    app.add_middleware(QuietClientDisconnect)
+    app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
 
     def token_ok(request: fastapi.Request) -> bool:
         if not settings.metrics_token:

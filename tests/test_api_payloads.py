@@ -17,6 +17,7 @@ from __future__ import annotations
 import socket
 import time
 
+import httpx
 import pytest
 from gradio_client import Client, handle_file
 
@@ -123,3 +124,33 @@ def test_server_still_synthesizes_with_a_prompt_after_all_that(app):
     _, stats = client.predict(text=TEXT, prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_male.wav")),
                               seed=7, speed=1.25, api_name="/synthesize")
     assert stats["audio_s"] > 0.3 and stats["prompt_s"] > 3.0
+
+
+# Requests Gradio itself fails on with an exception (a ~100-line traceback from uvicorn each).
+JUNK_REQUESTS = [
+    ("POST", "gradio_api/queue/join", {"json": {"data": [], "fn_index": 999, "session_hash": "x"}}),
+    ("POST", "gradio_api/run/predict", {"json": {"data": ["x"]}}),
+    ("POST", "gradio_api/call/nonexistent", {"json": {"data": []}}),
+    ("GET", "gradio_api/call/synthesize/not-an-event-id", {}),
+    ("GET", "gradio_api/queue/data?session_hash=unknown", {}),
+    ("POST", "gradio_api/component_server", {"json": {"component_id": 99999, "fn_name": "x", "data": 1,
+                                                      "session_hash": "s"}}),
+]
+
+
+def test_repeated_junk_requests_log_one_line_each(app):
+    """The first of each kind of error may log its traceback (a real bug must stay visible);
+    repeating the same junk adds one line per request, and the server keeps answering."""
+    with httpx.Client(timeout=20) as http:
+        for method, path, kwargs in JUNK_REQUESTS:  # first round: tracebacks allowed
+            http.request(method, app.url + path, **kwargs)
+        time.sleep(0.5)  # the server logs after it has answered
+        log = LogWatch(app)
+        for _ in range(3):
+            for method, path, kwargs in JUNK_REQUESTS:
+                r = http.request(method, app.url + path, **kwargs)
+                assert r.status_code < 600
+        lines = log.new_lines()
+    assert len(lines) <= 3 * len(JUNK_REQUESTS), "\n".join(lines[:60])
+    assert not any("Traceback" in line for line in lines), "\n".join(lines[:60])
+    assert gh.http_get(app.url + "healthz")[0] == 200

@@ -1,0 +1,80 @@
+"""ASGI middleware that keeps junk requests from flooding the server log.
+
+uvicorn logs every exception that escapes the app as an "Exception in ASGI application" with
+its whole traceback, about 100 lines. Several Gradio routes raise on input a client controls
+(an unknown ``fn_index`` or event id, a ``/queue/data`` for an unknown session, a client that
+leaves mid-upload), so a client repeating such a request could write megabytes of log per minute
+(second and third newcomer sessions). Here:
+
+- a client that leaves while sending its body (Starlette's ``ClientDisconnect``) is one line;
+- any other error that escapes is logged with its traceback the first time its kind is seen
+  (exception type and the line that raised it) and as one line with a count after that, so a
+  real bug still shows its traceback once; the client gets a plain 500.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+
+from starlette.requests import ClientDisconnect
+
+log = logging.getLogger(__name__)
+
+MAX_KINDS = 1000  # distinct error kinds remembered; beyond this each gets one line without traceback
+
+
+class QuietRequestErrors:
+    """Pure ASGI middleware (wraps the whole app, Gradio included); see the module docstring."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.seen: dict[tuple[str, str, int], int] = {}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracking(message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracking)
+        except ClientDisconnect:
+            log.info("a client left in the middle of %s %s", scope.get("method"), scope.get("path"))
+        except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
+            self._log(scope, e)
+            await self._finish(send, started)
+
+    def _log(self, scope, error: Exception) -> None:
+        frames = traceback.extract_tb(error.__traceback__)
+        where = frames[-1] if frames else None
+        kind = (type(error).__name__, where.filename if where else "", where.lineno if where else 0)
+        count = self.seen.get(kind, 0) + 1
+        if count == 1 and len(self.seen) >= MAX_KINDS:
+            count = 2  # too many kinds to remember: no more tracebacks
+        else:
+            self.seen[kind] = count
+        request = f"{scope.get('method')} {scope.get('path')}"
+        if count == 1:
+            log.error("error while serving %s (traceback shown once per kind of error):", request, exc_info=error)
+        else:
+            log.warning("error while serving %s: %s: %.200s (kind seen %d times; traceback logged the first time)",
+                        request, type(error).__name__, error, count)
+
+    @staticmethod
+    async def _finish(send, started: bool) -> None:
+        try:
+            if not started:
+                await send({"type": "http.response.start", "status": 500,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+                await send({"type": "http.response.body", "body": b"Internal Server Error"})
+            else:  # a stream that broke off: end it cleanly
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:  # noqa: BLE001 - the connection is already gone
+            pass
