@@ -81,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         log.info("--stream: audio chunks are encoded with %s", ensure_ffmpeg_on_path())
     app = build_app(settings, supervisor, monitor)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serving on %s: the app is reachable from the network%s", settings.host,
-                    "" if settings.auth else ", without authentication (see --auth)")
+        log.warning("serving on %s: the app is reachable from the network%s%s", settings.host,
+                    "" if settings.auth else ", without authentication (see --auth)",
+                    "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
     log.info("ready: open http://%s:%d in a browser", "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
     drained = threading.Event()
 

@@ -1,10 +1,12 @@
-"""--auth protects the page and every API call; --metrics-token protects /metrics and /healthz."""
+"""Exposure: the app listens on 127.0.0.1 unless --host asks for more, and then says so in its
+log; --auth protects the page and every API call; --metrics-token protects /metrics and /healthz."""
 
 from __future__ import annotations
 
 import urllib.error
 import urllib.request
 
+import psutil
 import pytest
 from gradio_client import Client
 
@@ -35,5 +37,27 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/restart")["new_pid"]
         assert client.predict(text="hello", api_name="/synthesize")[1]["audio_s"] > 0
+    finally:
+        app.stop()
+
+
+def _listening_addresses(pid: int, port: int) -> set[str]:
+    return {c.laddr.ip for c in psutil.Process(pid).net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+
+
+@pytest.mark.parametrize("flags,addresses,warns", [
+    ((), {"127.0.0.1"}, False),
+    (("--host", "0.0.0.0"), {"0.0.0.0"}, True),
+], ids=["default", "0.0.0.0"])
+def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch, flags, addresses, warns):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", *flags)
+    try:
+        app.wait_healthy()
+        assert _listening_addresses(app.proc.pid, app.port) == addresses
+        log = app.log_path.read_text()
+        assert ("reachable from the network, without authentication" in log) == warns, log
+        assert ("/healthz and /metrics are open to it (see --metrics-token)" in log) == warns, log
     finally:
         app.stop()
