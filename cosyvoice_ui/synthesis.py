@@ -132,10 +132,13 @@ class SynthesisService:
                                                  "the client left while the request was queued",
                                                  text_chars=len(request.text))
         output, stats = future.result()
-        if restarted:
-            notes.append("The worker restarted during this request (it crashed or ran out of memory) and the "
-                         "request ran again" + ("; the streamed playback repeated its beginning, the finished audio "
-                                                "has no repeat." if stream else "."))
+        if restarted or stats.runs > 1:
+            # restarted alone: an out-of-memory retry inside the worker (which also adds its own note).
+            cause = ("the worker was replaced (it crashed, hung or was restarted)" if stats.runs > 1
+                     else "it ran out of memory")
+            notes.append(f"This request ran again from the start because {cause}"
+                         + ("; the streamed playback repeated its beginning, the finished audio has no repeat."
+                            if stream and restarted else "."))
         yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
 
     def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):

@@ -53,5 +53,8 @@ def test_nothing_lost_across_restarts_and_a_crash(tmp_path, monkeypatch):
         status = admin.predict(api_name="/status")
         assert status["restarts_by_reason"].get("user") == 2 and status["restarts_by_reason"].get("crash") == 1
         assert status["completed"] >= 38
+        # A request whose worker dies under it (before any audio) runs again, and its answer says so.
+        _, stats = admin.predict(text="crash-once before any audio", api_name="/synthesize")
+        assert any("ran again from the start because the worker was replaced" in n for n in stats["notes"]), stats
     finally:
         app.stop()

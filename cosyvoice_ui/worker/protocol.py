@@ -141,6 +141,7 @@ class RequestStats:
     segments: int = 1
     memory_before_bytes: int | None = None  # torch allocated on CUDA, else RSS, before the request
     memory_after_bytes: int | None = None  # the same after it (the leak watchdog's figure)
+    runs: int = 1  # set by the supervisor: 2 when a worker died (or was replaced) mid-request and it ran again
 
 
 @dataclasses.dataclass(frozen=True)

@@ -668,6 +668,7 @@ class Supervisor:
             self._last_activity = time.monotonic()
         if isinstance(m, msg.Done):
             output, stats = self._joined_output(job, m)
+            stats = dataclasses.replace(stats, runs=job.attempts)
             self._record(job, "ok", stats=stats)
             job.future.set_result((output, stats))
             if stats.memory_after_bytes is not None:
