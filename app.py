@@ -96,15 +96,19 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop()
         monitor.stop()
 
+    def stopped() -> None:
+        log.info("stopped: the worker has ended; exiting")
+
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                            timeout_graceful_shutdown=5), drain)
+                                            timeout_graceful_shutdown=5), drain, stopped)
     try:
         server.run()
     except KeyboardInterrupt:
         pass
     finally:
         drain()  # no-op when the signal path already drained
-    log.info("stopped")
+    if not server.stopped_logged:
+        stopped()
     return 0
 
 
@@ -112,12 +116,24 @@ class DrainingServer(uvicorn.Server):
     """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT the supervisor stops taking
     requests, fails queued ones with a retry hint and lets the running one finish (bounded), while
     HTTP stays up so that its answer reaches the client; then uvicorn shuts down as usual. A second
-    signal exits at once."""
+    signal exits at once.
 
-    def __init__(self, config: uvicorn.Config, drain) -> None:
+    After a signal, uvicorn raises that signal again once it has shut down (so the exit status
+    says "terminated by SIGTERM"), and nothing after ``run()`` executes: ``stopped`` is called at
+    the end of the shutdown instead, so the log always ends with a "stopped" line."""
+
+    def __init__(self, config: uvicorn.Config, drain, stopped) -> None:
         super().__init__(config)
         self._drain = drain
+        self._stopped = stopped
         self._draining = False
+        self.stopped_logged = False
+
+    async def shutdown(self, sockets=None) -> None:
+        await super().shutdown(sockets=sockets)
+        self._drain()  # no-op when already drained
+        self._stopped()
+        self.stopped_logged = True
 
     def handle_exit(self, sig, frame) -> None:
         if self._draining:

@@ -43,6 +43,7 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
         assert results["running"][1]["audio_s"] > 0
         assert isinstance(results["queued"], Exception) and "may be sent again" in str(results["queued"])
         app.proc.wait(timeout=30)
+        assert "stopped: the worker has ended" in app.log_path.read_text().splitlines()[-1]
         time.sleep(0.5)
         alive = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
         assert not alive, f"left behind: {[c.pid for c in alive]}"
