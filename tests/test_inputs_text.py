@@ -53,6 +53,12 @@ def test_fullwidth_latin_is_normalized():
     assert validate_text("ｈｅｌｌｏ　ｗｏｒｌｄ！", 200, ("en",)) == "hello world!"
 
 
+def test_chinese_keeps_its_fullwidth_punctuation():
+    """CosyVoice reads Chinese with its own punctuation; NFKC alone would make it ASCII."""
+    text = "你好，世界！今天（周一）天气怎么样？好吧…　ｈｉ"
+    assert validate_text(text, 200) == "你好，世界！今天（周一）天气怎么样？好吧… hi"
+
+
 def test_ansi_escape_sequence_removed_whole():
     assert validate_text("red \x1b[31mtext\x1b[0m here", 200, ("en",)) == "red text here"
 

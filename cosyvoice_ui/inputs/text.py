@@ -62,11 +62,25 @@ def detect_languages(text: str) -> dict[str, int]:
     return counts
 
 
+# Full-width punctuation (，！？：；（）～ ...) and the ellipsis "…", as Chinese and Japanese are
+# written; NFKC would turn "，" into "," and "…" into "...", which CosyVoice's text frontend and
+# its training data do not use for Chinese.
+_CJK_PUNCTUATION = "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60\u2026"
+_NOT_CJK_PUNCTUATION = re.compile(f"[^{_CJK_PUNCTUATION}]+")
+
+
 def clean_text(text: str) -> str:
     """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``,
     ``²`` becomes ``2``), drop terminal escape sequences, turn line breaks and tabs into spaces,
-    drop other control characters (NUL, bidi overrides) and collapse runs of spaces."""
-    text = _ANSI_ESCAPE.sub("", unicodedata.normalize("NFKC", text))
+    drop other control characters (NUL, bidi overrides) and collapse runs of spaces.
+
+    In text with Chinese, Japanese or Korean letters, full-width punctuation (``，。！？``) is
+    kept as typed; elsewhere it becomes ASCII (``ｈｅｌｌｏ！`` -> ``hello!``)."""
+    if any(_script_of(ch) in ("zh", "ja", "ko") for ch in text):
+        text = _NOT_CJK_PUNCTUATION.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    else:
+        text = unicodedata.normalize("NFKC", text)
+    text = _ANSI_ESCAPE.sub("", text)
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
