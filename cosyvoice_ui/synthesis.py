@@ -177,6 +177,7 @@ class SynthesisService:
             "mode": output.details.get("mode"),
             "text_chars": len(request.text),
             "segments": stats.segments,
+            "seed": output.details.get("seed"),  # the one used, also when -1 asked for a random one
             "prompt_s": round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
             "notes": notes + list(output.notes),
             "details": output.details,

@@ -123,3 +123,35 @@ def test_non_speech_prompt_is_refused(engine):
     noise = (0.1 * rng.standard_normal(3 * sr)).astype(np.float32)
     with pytest.raises(ValueError, match="voiced speech"):
         engine.synthesize(SynthesisRequest(text="Hello.", prompt=PromptSamples(noise, sr, "noise")))
+
+
+def _run(engine, request):
+    from cosyvoice_ui.engines.long_text import synthesize_segments
+
+    chunks = []
+    summary = synthesize_segments(engine, request, lambda i, audio, rate: chunks.append(audio))
+    return np.concatenate(chunks), summary.details["seed"]
+
+
+def test_random_seed_is_reported_and_reproduces_the_result():
+    """seed=-1 draws one seed for the whole request and reports it; sending that seed back gives
+    the same audio (PyTorch backend, which takes a seed); a different seed gives other audio."""
+    from cosyvoice_ui.engines.embedded.engine import EmbeddedTorchEngine
+
+    torch_engine = EmbeddedTorchEngine()
+    torch_engine.load("cpu", False)
+    segments = ("The first part is here.", "And the second part follows it.")
+    request = SynthesisRequest(text=" ".join(segments), segments=segments, seed=-1)
+    first, seed = _run(torch_engine, request)
+    assert isinstance(seed, int) and 0 <= seed <= 2**31 - 1
+    again, seed_again = _run(torch_engine, SynthesisRequest(text=request.text, segments=segments, seed=seed))
+    assert seed_again == seed and np.array_equal(first, again)
+    other, _ = _run(torch_engine, SynthesisRequest(text=request.text, segments=segments, seed=seed ^ 1))
+    assert len(other) != len(first) or not np.allclose(other, first)
+
+
+def test_onnx_backend_reports_no_seed(engine):
+    """ONNX Runtime draws its own noise: no seed is reported rather than one that would not
+    reproduce anything."""
+    _, seed = _run(engine, SynthesisRequest(text=SENTENCE))
+    assert seed is None

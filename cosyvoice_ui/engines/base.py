@@ -131,6 +131,12 @@ class Engine(abc.ABC):
             MemoryError / torch.OutOfMemoryError: out of memory.
         """
 
+    @property
+    def applies_seed(self) -> bool:
+        """Whether a seed makes this loaded engine's results reproducible (``capabilities.seed``
+        unless the backend it chose at load time cannot take one)."""
+        return self.capabilities.seed
+
     def synthesize_stream(self, request: SynthesisRequest) -> Iterator[SynthesisOutput]:
         """Speak ``request.text`` as a sequence of chunks that follow each other directly.
 

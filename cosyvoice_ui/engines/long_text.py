@@ -9,6 +9,7 @@ the same way whether it streams them to the browser or returns one file.
 from __future__ import annotations
 
 import dataclasses
+import random
 from typing import Callable
 
 import numpy as np
@@ -17,6 +18,7 @@ from .base import Engine, SynthesisRequest
 from .output_check import check_chunk, check_not_silent
 
 CROSSFADE_S = 0.05
+MAX_DRAWN_SEED = 2**31 - 1  # the largest seed a user may send (inputs/request.py), so a drawn one can be sent back
 
 
 @dataclasses.dataclass
@@ -27,7 +29,9 @@ class SegmentsSummary:
         sample_rate_hz: rate of every chunk.
         samples: total samples sent (before joining; joining removes the cross-fade overlaps).
         notes: the segments' notes without repeats.
-        details: the first chunk's details plus ``segments``.
+        details: the first chunk's details plus ``segments`` and ``seed``: the seed the request
+            ran with (drawn here when it asked for a random one, so a result can be reproduced),
+            or ``None`` when the engine cannot apply seeds.
     """
 
     sample_rate_hz: int
@@ -53,6 +57,10 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         ``torch.OutOfMemoryError``).
     """
     segments = request.segments or (request.text,)
+    if request.seed < 0 and engine.applies_seed:
+        # Drawn once per request rather than per segment by the engine, so that one number
+        # reproduces the whole result (segment i uses seed + 1000 * i).
+        request = dataclasses.replace(request, seed=random.SystemRandom().randrange(MAX_DRAWN_SEED + 1))
     notes: list[str] = []
     details: dict = {}
     rate = 0
@@ -75,6 +83,7 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
             on_progress(i + 1, len(segments))
     check_not_silent(peak, samples)
     details["segments"] = len(segments)
+    details["seed"] = request.seed if engine.applies_seed else None
     return SegmentsSummary(sample_rate_hz=rate, samples=samples, notes=notes, details=details)
 
 

@@ -51,6 +51,10 @@ class EmbeddedEngine(Engine):
         self._inference: dict = {}
         self._profiles: collections.OrderedDict[str, vc.VoiceProfile] = collections.OrderedDict()
 
+    @property
+    def applies_seed(self) -> bool:
+        return not isinstance(self._backend, OnnxBackend)  # ONNX Runtime draws its own noise
+
     def _choose_backend(self, device: str):
         return TorchBackend() if device.startswith("cuda") else OnnxBackend()
 
