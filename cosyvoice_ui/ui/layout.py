@@ -9,6 +9,10 @@ from .handlers import Handlers
 from .i18n import I18N
 
 SPEED_MIN, SPEED_MAX = 0.5, 2.0
+# Gradio gives the plot's chart the block's whole height, although the block's label takes room
+# above it, and clips the block: the legend under the chart (the names of the lines) was cut
+# off. Let it show, with room kept below for it.
+PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 
 
 def build_blocks(handlers: Handlers) -> gr.Blocks:
@@ -56,8 +60,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
             with gr.Column(scale=2):
                 gr.Markdown(I18N("monitor"), elem_id="monitor_heading")
                 status_md = gr.Markdown(elem_id="monitor_status")
+                # 24-hour times (the default axis shows "09 PM").
                 plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
-                                   height=320, elem_id="memory_plot")
+                                   height=320, elem_id="memory_plot", x_axis_format="%H:%M:%S", color_title="memory")
                 with gr.Row():
                     free_cache = gr.Button(I18N("free_cache"), elem_id="free_cache")
                     restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")

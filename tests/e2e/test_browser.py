@@ -120,6 +120,25 @@ def test_memory_panel_updates_during_synthesis(browser, app):
     assert len(seen) >= 2, seen
 
 
+def test_memory_plot_names_its_lines_and_uses_a_24_hour_clock(browser, app):
+    """The legend under the plot (which line is the worker, which the web process) is visible,
+    not clipped by the plot's block, and the time axis reads like 21:47:05, not 09 PM."""
+    page = _page(browser, app)
+    page.wait_for_selector("#memory_plot .role-legend-label", state="attached", timeout=30_000)
+    page.wait_for_timeout(1500)  # a few monitor ticks, so the time axis has labels
+    _shot(page, "memory-plot")
+    block = page.locator("#memory_plot").bounding_box()
+    overflow = page.evaluate("getComputedStyle(document.querySelector('#memory_plot')).overflow")
+    labels = page.locator("#memory_plot .role-legend-label")
+    names = labels.all_text_contents()
+    assert "worker RSS" in names and "web process RSS" in names, names
+    for i in range(labels.count()):
+        box = labels.nth(i).bounding_box()
+        assert overflow == "visible" or box["y"] + box["height"] <= block["y"] + block["height"], (box, block)
+    ticks = page.locator("#memory_plot .role-axis-label text").all_text_contents()
+    assert any(re.fullmatch(r"\d{2}:\d{2}:\d{2}", t) for t in ticks), ticks
+
+
 def test_2000_character_text_gives_complete_audio(browser, app):
     from bench.texts import text_of_length
 
