@@ -61,7 +61,7 @@ def main() -> None:
     def gpu_of(pid: int | None) -> int | None:
         return sum((g.process_used_bytes.get(pid) or 0) for g in nvml.read()) if nvml.available and pid else None
 
-    app = RunningApp("--device", args.device)
+    app = RunningApp("--device", args.device, "--restart-cooldown", "0")  # restarts back to back
     try:
         app.wait_healthy(300)
         web = psutil.Process(app.proc.pid)

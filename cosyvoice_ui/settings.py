@@ -35,6 +35,7 @@ class Settings:
     max_queue: int = 16
     request_timeout_s: float = 120.0
     restart_grace_s: float = 30.0  # how long Restart lets an in-flight request finish
+    restart_cooldown_s: float = 30.0  # a user restart this soon after the last one ended is refused
     worker_start_timeout_s: float = 180.0
     heartbeat_interval_s: float = 0.5
     monitor_interval_s: float = 1.0
@@ -115,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restart-grace", dest="restart_grace_s", type=_finite_float,
                    default=_env("restart_grace", d.restart_grace_s),
                    help="seconds Restart waits for an in-flight request before killing the worker")
+    p.add_argument("--restart-cooldown", dest="restart_cooldown_s", type=_finite_float,
+                   default=_env("restart_cooldown", d.restart_cooldown_s),
+                   help="seconds after a restart during which Restart (page or API) is refused; presses while "
+                        "one is under way join it. Anyone who can open the page can press Restart: use --auth "
+                        "on a public server")
     p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=_finite_float,
                    default=_env("worker_start_timeout", d.worker_start_timeout_s))
     p.add_argument("--monitor-interval", dest="monitor_interval_s", type=_finite_float,
@@ -206,6 +212,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error(f"{flag} must be positive, got {values[name]:g}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
+    if values["restart_cooldown_s"] < 0:
+        parser.error(f"--restart-cooldown must be 0 (off) or more seconds, got {values['restart_cooldown_s']:g}")
     if values["leak_threshold_mb"] < 0 or not 0 <= values["leak_threshold_fraction"] <= 1:
         parser.error("--leak-threshold-mb must be >= 0 and --leak-threshold-fraction within [0, 1]")
     if not 0 <= values["memory_reserve"] < 1:

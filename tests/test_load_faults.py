@@ -17,7 +17,8 @@ from .conftest import RunningApp
 
 def test_nothing_lost_across_restarts_and_a_crash(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--max-queue", "40", "--restart-grace", "2")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--max-queue", "40", "--restart-grace", "2",
+                     "--restart-cooldown", "0")
     try:
         app.wait_healthy()
         admin = Client(app.url, verbose=False)

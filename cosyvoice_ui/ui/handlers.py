@@ -8,7 +8,11 @@ kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import math
+import threading
+import time
 
 import gradio as gr
 
@@ -43,6 +47,9 @@ class Handlers:
         self.monitor = monitor
         self.capabilities = capabilities
         self.service = SynthesisService(settings, supervisor, capabilities, admission)
+        self._restart_lock = threading.Lock()
+        self._restart_under_way: concurrent.futures.Future | None = None  # of the RestartReport
+        self._last_restart_end: float | None = None  # time.monotonic()
 
     def synthesize(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
@@ -99,14 +106,49 @@ class Handlers:
             raise gr.Error(str(e), print_exception=False) from None
 
     def restart(self):
-        """Replace the worker process. Returns the restart report as a dict (JSON)."""
+        """Replace the worker process. Returns the restart report as a dict (JSON).
+
+        Presses while a restart is under way join it (the same report for all of them).
+
+        Raises:
+            gr.Error: within ``--restart-cooldown`` seconds after the last restart ended, or when
+                the application is stopping.
+        """
+        with self._restart_lock:
+            under_way = self._restart_under_way
+            if under_way is None:
+                self._refuse_within_cooldown()
+                under_way = self._restart_under_way = concurrent.futures.Future()
+                owner = True
+            else:
+                owner = False
+        if owner:
+            try:
+                under_way.set_result(self.supervisor.restart(reason="user"))
+            except BaseException as e:  # noqa: BLE001 - handed to every press that joined
+                under_way.set_exception(e)
+            finally:
+                with self._restart_lock:
+                    self._restart_under_way = None
+                    self._last_restart_end = time.monotonic()
         try:
-            report = self.supervisor.restart(reason="user")
+            report = under_way.result()
         except UserFacingError as e:
             raise gr.Error(str(e), print_exception=False) from None
         out = report_to_dict(report)
         out["old_pid_gpu_bytes"] = self._gpu_bytes_of(report.old_pid)
         return out
+
+    def _refuse_within_cooldown(self) -> None:
+        # Every restart reloads the model (minutes for CosyVoice); without a limit, anyone who can
+        # reach the page could keep the worker restarting (third newcomer session).
+        cooldown_s = self.settings.restart_cooldown_s
+        since_s = None if self._last_restart_end is None else time.monotonic() - self._last_restart_end
+        if since_s is not None and since_s < cooldown_s:
+            message = (f"The worker was restarted {since_s:.0f} s ago; Restart is allowed once every "
+                       f"{cooldown_s:g} s (--restart-cooldown). Try again in {math.ceil(cooldown_s - since_s)} s.")
+            log.info("refused a restart: %s", message)
+            raise gr.Error(message, print_exception=False)
 
     def restart_ui(self):
         report = self.restart()

@@ -762,6 +762,8 @@ class Supervisor:
         with self._lock:
             waiters, self._restart_waiters = self._restart_waiters, []
         reason = waiters[0][0] if waiters else "user"
+        log.info("restarting the worker (reason: %s; %d request%s for it)", reason, len(waiters),
+                 "" if len(waiters) == 1 else "s")
         with self._lock:
             self._state = RESTARTING
             self._restarts[reason] += 1

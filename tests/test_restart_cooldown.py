@@ -1,0 +1,45 @@
+"""Restart cannot be pressed in a loop.
+
+Promise (README, ``--restart-cooldown``): presses that arrive while a restart is under way join
+it (one restart, one new pid for all of them); a press within the cooldown after it ended is
+refused with a message saying when to try again, and the log says who asked for what; after the
+cooldown Restart works again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import pytest
+from gradio_client import Client
+
+from .conftest import RunningApp
+
+COOLDOWN_S = 4
+
+
+def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    # A 2 s model load keeps the first restart under way while the other presses arrive.
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-cooldown", str(COOLDOWN_S),
+                     env={"FAULT_ENGINE_LOAD_S": "2"})
+    try:
+        app.wait_healthy()
+        clients = [Client(app.url, verbose=False) for _ in range(3)]
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            reports = list(pool.map(lambda c: c.predict(api_name="/restart"), clients))
+        assert len({r["new_pid"] for r in reports}) == 1, reports  # joined: one restart
+        status = clients[0].predict(api_name="/status")
+        assert status["restarts_by_reason"] == {"user": 1}, status
+
+        with pytest.raises(Exception, match=rf"allowed once every {COOLDOWN_S} s \(--restart-cooldown\)"):
+            clients[0].predict(api_name="/restart")
+        assert clients[0].predict(api_name="/status")["pid"] == status["pid"]
+
+        time.sleep(COOLDOWN_S + 0.5)
+        assert clients[0].predict(api_name="/restart")["old_pid"] == status["pid"]
+        log = app.log_path.read_text()
+        assert "restarting the worker (reason: user" in log and "refused a restart" in log, log[-2000:]
+    finally:
+        app.stop()
