@@ -15,6 +15,10 @@ class BusyError(UserFacingError):
     """The queue is full; the request was not accepted and may be sent again later."""
 
 
+class DuplicateRequest(UserFacingError):
+    """The same client already has this very request waiting or running (Generate pressed twice)."""
+
+
 class SynthesisFailed(UserFacingError):
     """The worker could not produce audio for this request (after any retry)."""
 

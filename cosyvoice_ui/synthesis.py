@@ -8,14 +8,16 @@ return value (one WAV) or into streamed chunks (``--stream``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
+import threading
 from typing import Iterator
 
 import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
-from .errors import SynthesisFailed, UserFacingError
+from .errors import DuplicateRequest, SynthesisFailed, UserFacingError
 from .inputs.request import build_request
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -74,13 +76,15 @@ class SynthesisService:
         self.supervisor = supervisor
         self.capabilities = capabilities
         self.admission = admission
+        self._open_lock = threading.Lock()
+        self._open: set[tuple] = set()  # (client id, the request's fields) waiting or running
 
     def speakers(self) -> tuple[str, ...]:
         """The loaded model's pretrained speakers (empty for engines without any)."""
         return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
 
-    def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None, stream: bool = False
-            ) -> Iterator[Progress | AudioReady | Waiting | Finished]:
+    def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None, stream: bool = False,
+            client_id: str | None = None) -> Iterator[Progress | AudioReady | Waiting | Finished]:
         """Validate, admit and run one request, yielding what happens until it is finished.
 
         ``stream`` asks the engine for its streaming mode (chunks sooner; CosyVoice then keeps
@@ -90,12 +94,41 @@ class SynthesisService:
         still waiting in the queue, so abandoned requests hold neither a queue slot nor the worker;
         one already running finishes (the worker cannot be interrupted safely mid-request).
 
+        ``client_id`` (Gradio's session hash: one browser tab or one ``gradio_client.Client``)
+        refuses a request identical to one the same client still has waiting or running: a
+        double click on Generate queued the same synthesis twice (third newcomer session), as
+        Gradio's own once-per-click guard leaves a gap while the click's inputs are gathered.
+
         Raises:
-            UserFacingError: invalid input (:class:`~.errors.InputError`), busy, failed or timed
-                out; the message is for the user. Refusals before the worker are also written
-                to the ledger.
+            UserFacingError: invalid input (:class:`~.errors.InputError`), busy, a duplicate
+                (:class:`~.errors.DuplicateRequest`), failed or timed out; the message is for the
+                user. Refusals before the worker are also written to the ledger.
             AdmissionError: the request would not fit in free memory even re-split.
         """
+        key = None if client_id is None else (client_id, repr((text, prompt_audio, prompt_text, instruction, speed,
+                                                                seed, speaker, stream)))
+        with self._claim(key):
+            yield from self._run(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream)
+
+    @contextlib.contextmanager
+    def _claim(self, key):
+        with self._open_lock:
+            duplicate = key is not None and key in self._open
+            if not duplicate and key is not None:
+                self._open.add(key)
+        if duplicate:
+            self.supervisor.ledger.add_event(self.supervisor.engine, "", "refused:duplicate",
+                                             "the same client sent the same request again while it ran")
+            raise DuplicateRequest("This request is already being synthesized (Generate was pressed more than "
+                                   "once); its result will appear when it is done.")
+        try:
+            yield
+        finally:
+            if key is not None:
+                with self._open_lock:
+                    self._open.discard(key)
+
+    def _run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream):
         try:
             request, notes, predicted = self._admit(text, prompt_audio, prompt_text, instruction, speed, seed, speaker)
             request = dataclasses.replace(request, stream=stream)

@@ -39,6 +39,11 @@ def uploaded_path(prompt_audio):
     return prompt_audio
 
 
+def _session(request: gr.Request | None) -> str | None:
+    """Gradio's session hash: one browser tab, or one ``gradio_client.Client``."""
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None) -> None:
@@ -53,8 +58,11 @@ class Handlers:
 
     def synthesize(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
-                   speaker: str | None = None, progress=gr.Progress()):
+                   speaker: str | None = None, progress=gr.Progress(), request: gr.Request = None):
         """Speak ``text`` in the voice of ``prompt_audio`` (or a pretrained ``speaker``).
+
+        The same request sent again by the same tab or client while it still runs is refused
+        (:class:`~cosyvoice_ui.synthesis.SynthesisService`).
 
         A generator, so that Gradio notices a client that leaves while the request waits (the
         request is then withdrawn): it yields ``(None, None)`` while waiting, then once (not
@@ -69,7 +77,8 @@ class Handlers:
         Raises:
             gr.Error: with the validation or synthesis message (the page and worker keep running).
         """
-        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
+        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
+                                  client_id=_session(request)):
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.Finished):
@@ -81,14 +90,15 @@ class Handlers:
 
     def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                           instruction: str | None = None, speed: float | None = None, seed: int | None = None,
-                          speaker: str | None = None, progress=gr.Progress()):
+                          speaker: str | None = None, progress=gr.Progress(), request: gr.Request = None):
         """Like :meth:`synthesize`, but yields ``((sample_rate_hz, int16 chunk), None)`` as audio
         becomes ready, ``(None, None)`` while waiting, then ``(None, stats)``.
 
         Raises:
             gr.Error: as :meth:`synthesize`.
         """
-        events = self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream=True)
+        events = self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream=True,
+                              client_id=_session(request))
         for event in events:
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
@@ -99,9 +109,9 @@ class Handlers:
             elif isinstance(event, synthesis.Waiting):
                 yield None, None
 
-    def _events(self, text, prompt_audio, *fields, stream: bool = False):
+    def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None):
         try:
-            yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream)
+            yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id)
         except (UserFacingError, AdmissionError) as e:
             raise gr.Error(str(e), print_exception=False) from None
 

@@ -139,6 +139,33 @@ def test_memory_plot_names_its_lines_and_uses_a_24_hour_clock(browser, app):
     assert any(re.fullmatch(r"\d{2}:\d{2}:\d{2}", t) for t in ticks), ticks
 
 
+def test_double_click_on_generate_synthesizes_once(browser, app):
+    """With a prompt uploaded, a double click and one more click used to queue the same
+    synthesis two or three times (Gradio's once-per-click guard has a gap); now one runs."""
+    import json
+    import urllib.request
+
+    def health():
+        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
+            return json.loads(r.read())
+
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    page.wait_for_timeout(1500)
+    page.locator("#text textarea").fill("The morning was quiet and the river ran slowly past the old mill. " * 4)
+    before = health()["completed"]
+    page.locator("#generate").dblclick()
+    page.wait_for_timeout(300)
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=120_000)
+    for _ in range(40):  # until nothing waits or runs
+        status = health()
+        if status["queue_depth"] == 0 and status["in_flight"] is None:
+            break
+        page.wait_for_timeout(500)
+    assert status["completed"] - before == 1, status
+
+
 def test_2000_character_text_gives_complete_audio(browser, app):
     from bench.texts import text_of_length
 

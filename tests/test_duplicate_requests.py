@@ -1,0 +1,42 @@
+"""The same request sent twice by one client while the first still runs is synthesized once.
+
+Promise (a double click on Generate queued two full syntheses, third newcomer session): a
+request identical to one the same client (browser tab or ``gradio_client.Client``) still has
+waiting or running is refused at once with a message saying its result is on the way; the
+first one completes; another client sending the same values is served normally.
+"""
+
+from __future__ import annotations
+
+from gradio_client import Client
+
+from .conftest import RunningApp
+
+TEXT = "sleep:2 the same words twice"
+
+
+def test_same_client_same_request_is_synthesized_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        client, other = Client(app.url, verbose=False), Client(app.url, verbose=False)
+        first = client.submit(text=TEXT, api_name="/synthesize")
+        again = client.submit(text=TEXT, api_name="/synthesize")
+        from_other = other.submit(text=TEXT, api_name="/synthesize")
+        results = []
+        for job in (first, again, from_other):
+            try:
+                results.append(job.result(timeout=60)[1])
+            except Exception as e:  # noqa: BLE001
+                results.append(e)
+        refused = [r for r in results if isinstance(r, Exception)]
+        served = [r for r in results if isinstance(r, dict)]
+        assert len(refused) == 1 and "already being synthesized" in str(refused[0]), results
+        assert len(served) == 2 and all(r["audio_s"] > 1.0 for r in served), results
+        status = client.predict(api_name="/status")
+        assert status["completed"] == 2, status
+        # Once it is done, the same client may ask for the same thing again.
+        assert client.predict(text=TEXT, api_name="/synthesize")[1]["audio_s"] > 1.0
+    finally:
+        app.stop()
