@@ -32,10 +32,33 @@ def _return_freed_memory() -> None:
         pass
 
 
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (a bad address, a port in use), found by
+    binding a socket the way uvicorn will (SO_REUSEADDR), or ``None`` when it can."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        return f"--host {host!r} is not an address this machine can serve on ({e.strerror})."
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as e:
+            return (f"cannot listen on {host}:{port} ({e.strerror}). Is another copy running there? "
+                    f"Choose a free --port.")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.settings import parse_settings
 
     settings = parse_settings(argv)
+    problem = _cannot_listen(settings.host, settings.port)
+    if problem:  # before the model loads: that can take minutes with CosyVoice
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     _return_freed_memory()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("cosyvoice_ui")
@@ -84,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("serving on %s: the app is reachable from the network%s%s", settings.host,
                     "" if settings.auth else ", without authentication (see --auth)",
                     "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
-    log.info("ready: open http://%s:%d in a browser", "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
     drained = threading.Event()
 
     def drain() -> None:
@@ -99,8 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     def stopped() -> None:
         log.info("stopped: the worker has ended; exiting")
 
+    def listening() -> None:
+        log.info("ready: open http://%s:%d in a browser",
+                 "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
+
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                            timeout_graceful_shutdown=5), drain, stopped)
+                                            timeout_graceful_shutdown=5), drain, stopped, listening)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -122,12 +148,18 @@ class DrainingServer(uvicorn.Server):
     says "terminated by SIGTERM"), and nothing after ``run()`` executes: ``stopped`` is called at
     the end of the shutdown instead, so the log always ends with a "stopped" line."""
 
-    def __init__(self, config: uvicorn.Config, drain, stopped) -> None:
+    def __init__(self, config: uvicorn.Config, drain, stopped, listening) -> None:
         super().__init__(config)
         self._drain = drain
         self._stopped = stopped
+        self._listening = listening
         self._draining = False
         self.stopped_logged = False
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:  # "ready" only once the port is really listening
+            self._listening()
 
     async def shutdown(self, sockets=None) -> None:
         await super().shutdown(sockets=sockets)

@@ -37,8 +37,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     def token_ok(request: fastapi.Request) -> bool:
         if not settings.metrics_token:
             return True
-        given = request.headers.get("authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode())
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        # The scheme is case-insensitive (RFC 9110, 11.1); the token is compared in constant time.
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), settings.metrics_token.encode())
 
     unauthorized = JSONResponse({"error": "missing or wrong bearer token (--metrics-token)"}, status_code=401)
 

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 import re
+import sys
 from typing import Sequence
 
 ENV_PREFIX = "COSYVOICE_UI_"
@@ -81,8 +82,16 @@ class Settings:
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 
-def _env(name: str, default):
-    value = os.environ.get(ENV_PREFIX + name.upper())
+_ENV_CHECKS: dict[str, tuple[str, object]] = {}  # variable -> (its flag, a converter that raises on bad values)
+
+
+def _env(name: str, default, flag: str | None = None, check=str):
+    """The value of ``COSYVOICE_UI_<NAME>`` as a string (argparse converts it like a typed flag),
+    or ``default``. ``check`` is run on it by :func:`parse_settings`, whose error then names the
+    variable rather than the flag the user never typed."""
+    variable = ENV_PREFIX + name.upper()
+    _ENV_CHECKS[variable] = (flag or "--" + name.replace("_", "-"), check)
+    value = os.environ.get(variable)
     return default if value is None else value
 
 
@@ -95,80 +104,98 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=_env("host", d.host),
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
-    p.add_argument("--port", type=_port, default=_env("port", d.port))
+    p.add_argument("--port", type=_port, default=_env("port", d.port, check=_port))
     p.add_argument("--engine", default=_env("engine", d.engine),
                    help="synthesis engine: embedded (Piper + WORLD; PyTorch on CUDA, ONNX Runtime on the CPU), "
                         "embedded-torch, embedded-onnx, or module:Class")
     p.add_argument("--device", default=_env("device", d.device),
                    help="auto | cpu | cuda | cuda:N (auto picks cuda:0 when the worker sees a GPU)")
-    p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16)),
+    p.add_argument("--fp16", dest="fp16", action="store_true", default=_bool(_env("fp16", d.fp16, check=_strict_bool)),
                    help="half precision on CUDA where the engine supports it (default on)")
     p.add_argument("--no-fp16", dest="fp16", action="store_false")
-    p.add_argument("--max-text-chars", type=int, default=_env("max_text_chars", d.max_text_chars),
+    p.add_argument("--max-text-chars", type=int, default=_env("max_text_chars", d.max_text_chars, check=int),
                    help="longest text accepted, in characters")
-    p.add_argument("--max-segment-chars", type=int, default=_env("max_segment_chars", d.max_segment_chars),
+    p.add_argument("--max-segment-chars", type=int, default=_env("max_segment_chars", d.max_segment_chars, check=int),
                    help="longer texts are split at sentence and clause boundaries into segments of at most this")
-    p.add_argument("--max-queue", type=int, default=_env("max_queue", d.max_queue),
+    p.add_argument("--max-queue", type=int, default=_env("max_queue", d.max_queue, check=int),
                    help="requests waiting for the worker before new ones get an immediate 'busy' answer")
     p.add_argument("--request-timeout", dest="request_timeout_s", type=_finite_float,
-                   default=_env("request_timeout", d.request_timeout_s),
+                   default=_env("request_timeout", d.request_timeout_s, check=_finite_float),
                    help="seconds a request may run in the worker before the worker is restarted")
     p.add_argument("--restart-grace", dest="restart_grace_s", type=_finite_float,
-                   default=_env("restart_grace", d.restart_grace_s),
+                   default=_env("restart_grace", d.restart_grace_s, check=_finite_float),
                    help="seconds Restart waits for an in-flight request before killing the worker")
     p.add_argument("--restart-cooldown", dest="restart_cooldown_s", type=_finite_float,
-                   default=_env("restart_cooldown", d.restart_cooldown_s),
+                   default=_env("restart_cooldown", d.restart_cooldown_s, check=_finite_float),
                    help="seconds after a restart during which Restart (page or API) is refused; presses while "
                         "one is under way join it. Anyone who can open the page can press Restart: use --auth "
                         "on a public server")
     p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=_finite_float,
-                   default=_env("worker_start_timeout", d.worker_start_timeout_s))
+                   default=_env("worker_start_timeout", d.worker_start_timeout_s, check=_finite_float))
     p.add_argument("--monitor-interval", dest="monitor_interval_s", type=_finite_float,
-                   default=_env("monitor_interval", d.monitor_interval_s))
+                   default=_env("monitor_interval", d.monitor_interval_s, check=_finite_float))
     p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
                    help="append memory samples to this file in nvidia-smi dmon style")
     p.add_argument("--ledger", default=_env("ledger", d.ledger),
                    help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to this file")
     p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=_finite_float,
-                   default=_env("idle_unload_after", d.idle_unload_after_s),
+                   default=_env("idle_unload_after", d.idle_unload_after_s, check=_finite_float),
                    help="end the worker after this many seconds without requests (frees the GPU); off by default")
-    p.add_argument("--leak-threshold-mb", type=_finite_float, default=_env("leak_threshold_mb", d.leak_threshold_mb),
+    p.add_argument("--leak-threshold-mb", type=_finite_float, default=_env("leak_threshold_mb", d.leak_threshold_mb, check=_finite_float),
                    help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
                         "(the larger of this and --leak-threshold-fraction of the baseline)")
     p.add_argument("--leak-threshold-fraction", type=_finite_float,
-                   default=_env("leak_threshold_fraction", d.leak_threshold_fraction))
-    p.add_argument("--leak-window", type=int, default=_env("leak_window", d.leak_window),
+                   default=_env("leak_threshold_fraction", d.leak_threshold_fraction, check=_finite_float))
+    p.add_argument("--leak-window", type=int, default=_env("leak_window", d.leak_window, check=int),
                    help="leak watchdog: requests whose median after-request memory is compared with the baseline")
     p.add_argument("--restart-on-leak", dest="restart_on_leak", action="store_true",
-                   default=_bool(_env("restart_on_leak", d.restart_on_leak)),
+                   default=_bool(_env("restart_on_leak", d.restart_on_leak, check=_strict_bool)),
                    help="restart a leaking worker between requests (default on)")
     p.add_argument("--no-restart-on-leak", dest="restart_on_leak", action="store_false")
-    p.add_argument("--memory-reserve", type=_finite_float, default=_env("memory_reserve", d.memory_reserve),
+    p.add_argument("--memory-reserve", type=_finite_float, default=_env("memory_reserve", d.memory_reserve, check=_finite_float),
                    help="fraction of the device's memory that admission keeps free (default 0.10)")
     p.add_argument("--auth", default=_env("auth", d.auth),
                    help="USER:PASSWORD required for the page and every API call (or set COSYVOICE_UI_AUTH)")
     p.add_argument("--metrics-token", default=_env("metrics_token", d.metrics_token),
                    help="bearer token required for /metrics and /healthz (open when not set)")
-    p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb))
+    p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb, check=_finite_float))
     p.add_argument("--temp-file-ttl", dest="temp_file_ttl_s", type=_finite_float,
-                   default=_env("temp_file_ttl", d.temp_file_ttl_s),
+                   default=_env("temp_file_ttl", d.temp_file_ttl_s, check=_finite_float),
                    help="seconds after which uploaded prompts and result files are deleted")
     p.add_argument("--empty-cache-after-request", action="store_true",
-                   default=_bool(_env("empty_cache_after_request", d.empty_cache_after_request)),
+                   default=_bool(_env("empty_cache_after_request", d.empty_cache_after_request, check=_strict_bool)),
                    help="torch.cuda.empty_cache() after every request (returns cached blocks to the driver; "
                         "slower next request)")
-    p.add_argument("--stream", action="store_true", default=_bool(_env("stream", d.stream)),
+    p.add_argument("--stream", action="store_true", default=_bool(_env("stream", d.stream, check=_strict_bool)),
                    help="stream audio to the browser and API as it is made (CosyVoice: the model's streaming mode)")
     cv = p.add_argument_group("CosyVoice engine (--engine cosyvoice)")
     cv.add_argument("--model-dir", default=_env("model_dir", d.model_dir),
                     help="local folder of a CosyVoice 2 or 3 model (never downloaded by the app)")
     cv.add_argument("--cosyvoice-repo", default=_env("cosyvoice_repo", d.cosyvoice_repo),
                     help="clone of github.com/FunAudioLLM/CosyVoice (with third_party/Matcha-TTS) to import from")
-    cv.add_argument("--load-trt", action="store_true", default=_bool(_env("load_trt", d.load_trt)),
+    cv.add_argument("--load-trt", action="store_true", default=_bool(_env("load_trt", d.load_trt, check=_strict_bool)),
                     help="TensorRT flow decoder (CUDA only)")
-    cv.add_argument("--load-vllm", action="store_true", default=_bool(_env("load_vllm", d.load_vllm)),
+    cv.add_argument("--load-vllm", action="store_true", default=_bool(_env("load_vllm", d.load_vllm, check=_strict_bool)),
                     help="vLLM for the language model (CUDA only; takes 20%% of the card)")
     return p
+
+
+def _append_problem(path: str) -> str | None:
+    """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return "the folder does not exist"
+    if os.path.isdir(path):
+        return "is a folder; give a file name inside it"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "is not a regular file"
+    if os.path.realpath(path).startswith(("/proc/", "/sys/", "/dev/")):
+        return "is a system file; give a file of your own"
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        return f"cannot be written ({e.strerror})"
+    return None
 
 
 def _finite_float(text) -> float:
@@ -179,16 +206,46 @@ def _finite_float(text) -> float:
 
 
 def _port(text) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)") from None
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
     return value
 
 
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
 def _bool(value) -> bool:
     if isinstance(value, bool):
         return value
-    return str(value).strip().lower() in {"1", "true", "yes", "on"}
+    return str(value).strip().lower() in _TRUE
+
+
+def _strict_bool(text) -> bool:
+    word = str(text).strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise ValueError(f"use 1/0, true/false, yes/no or on/off, not {text!r}")
+    return word in _TRUE
+
+
+def _check_environment(parser: argparse.ArgumentParser) -> None:
+    """Errors for malformed ``COSYVOICE_UI_*`` values naming the variable; a warning for a
+    variable that is no setting (a typo would otherwise be ignored without a word)."""
+    for variable, value in sorted(os.environ.items()):
+        if not variable.startswith(ENV_PREFIX):
+            continue
+        if variable not in _ENV_CHECKS:
+            print(f"warning: {variable} is not a setting of this app and is ignored; the variables are "
+                  f"{', '.join(sorted(_ENV_CHECKS))}", file=sys.stderr)
+            continue
+        flag, check = _ENV_CHECKS[variable]
+        try:
+            check(value)
+        except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
+            parser.error(f"{variable}={value!r} (the variable for {flag}): {e}")
 
 
 def parse_settings(argv: Sequence[str] | None = None) -> Settings:
@@ -198,6 +255,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         SystemExit: with argparse's message when a value is malformed or out of range.
     """
     parser = build_parser()
+    _check_environment(parser)
     ns = parser.parse_args(argv)
     values = vars(ns)
     if not _DEVICE_RE.match(values["device"]):
@@ -212,16 +270,18 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error(f"{flag} must be positive, got {values[name]:g}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
+    if values["metrics_token"] is not None and not values["metrics_token"].strip():
+        parser.error("--metrics-token must not be empty; leave it unset to keep /metrics and /healthz open")
     if values["restart_cooldown_s"] < 0:
         parser.error(f"--restart-cooldown must be 0 (off) or more seconds, got {values['restart_cooldown_s']:g}")
     if values["leak_threshold_mb"] < 0 or not 0 <= values["leak_threshold_fraction"] <= 1:
         parser.error("--leak-threshold-mb must be >= 0 and --leak-threshold-fraction within [0, 1]")
     if not 0 <= values["memory_reserve"] < 1:
         parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
-    if values["gpu_log"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["gpu_log"]))):
-        parser.error(f"--gpu-log {values['gpu_log']!r}: the folder does not exist")
-    if values["ledger"] and not os.path.isdir(os.path.dirname(os.path.abspath(values["ledger"]))):
-        parser.error(f"--ledger {values['ledger']!r}: the folder does not exist")
+    for name in ("gpu_log", "ledger"):
+        problem = _append_problem(values[name]) if values[name] else None
+        if problem:
+            parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
     if values["engine"] == "cosyvoice":
         for name in ("model_dir", "cosyvoice_repo"):
             flag = "--" + name.replace("_", "-")

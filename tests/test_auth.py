@@ -13,8 +13,8 @@ from gradio_client import Client
 from .conftest import RunningApp
 
 
-def _status(url, token=None):
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+def _status(url, token=None, scheme="Bearer"):
+    req = urllib.request.Request(url, headers={"Authorization": f"{scheme} {token}"} if token else {})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status
@@ -31,6 +31,8 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
             app.wait_healthy(timeout_s=15)  # /healthz needs the token
         assert _status(app.url + "healthz", "tok") == 200
         assert _status(app.url + "healthz", "wrong") == 401
+        assert _status(app.url + "healthz", "tok", scheme="bearer") == 200  # schemes are case-insensitive
+        assert _status(app.url + "healthz", "tok", scheme="Basic") == 401
         assert _status(app.url + "metrics") == 401 and _status(app.url + "metrics", "tok") == 200
         with pytest.raises(Exception):
             Client(app.url, verbose=False).predict(api_name="/restart")

@@ -1,0 +1,93 @@
+"""Startup refuses bad configuration with a message that names the flag or variable, before the
+model loads; a variable that is no setting is warned about, not ignored silently.
+
+``parse_settings`` is called directly for the flag and variable checks; ``app.py`` is run for what
+it checks itself (a port in use, an address it cannot serve on), which must fail in seconds,
+without loading the worker.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cosyvoice_ui.settings import parse_settings
+
+from .conftest import ROOT, free_port
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--port", "70000"], "port 70000 is outside 1-65535"),
+    (["--port", "x"], "'x' is not a port number"),
+    (["--max-queue", "0"], "--max-queue must be at least 1"),
+    (["--request-timeout", "nan"], "is not a finite number"),
+    (["--restart-cooldown", "-1"], "--restart-cooldown must be 0 (off) or more"),
+    (["--auth", "alice"], "--auth must look like USER:PASSWORD"),
+    (["--metrics-token", ""], "--metrics-token must not be empty"),
+    (["--metrics-token", "  "], "--metrics-token must not be empty"),
+    (["--device", "gpu"], "--device 'gpu': use auto, cpu, cuda or cuda:N"),
+    (["--ledger", "{tmp}"], "is a folder; give a file name inside it"),
+    (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
+    (["--ledger", "/proc/version"], "is a system file"),
+    (["--gpu-log", "{tmp}"], "--gpu-log"),
+])
+def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse_settings([a.format(tmp=tmp_path) for a in argv])
+    assert e.value.code == 2
+    assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variable,value,fragment", [
+    ("COSYVOICE_UI_PORT", "abc", "COSYVOICE_UI_PORT='abc' (the variable for --port): 'abc' is not a port number"),
+    ("COSYVOICE_UI_STREAM", "maybe", "COSYVOICE_UI_STREAM='maybe' (the variable for --stream): use 1/0"),
+    ("COSYVOICE_UI_MAX_QUEUE", "1.5", "COSYVOICE_UI_MAX_QUEUE='1.5' (the variable for --max-queue)"),
+    ("COSYVOICE_UI_REQUEST_TIMEOUT", "inf", "COSYVOICE_UI_REQUEST_TIMEOUT='inf'"),
+])
+def test_bad_variable_is_named(variable, value, fragment, monkeypatch, capsys):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit):
+        parse_settings([])
+    assert fragment in capsys.readouterr().err
+
+
+def test_variables_are_read_and_flags_win(monkeypatch):
+    monkeypatch.setenv("COSYVOICE_UI_MAX_QUEUE", "3")
+    monkeypatch.setenv("COSYVOICE_UI_STREAM", "yes")
+    assert parse_settings([]).max_queue == 3 and parse_settings([]).stream is True
+    assert parse_settings(["--max-queue", "5"]).max_queue == 5
+
+
+def test_misspelled_variable_is_warned_about(monkeypatch, capsys):
+    monkeypatch.setenv("COSYVOICE_UI_MAXQUEUE", "3")
+    settings = parse_settings([])
+    err = capsys.readouterr().err
+    assert "COSYVOICE_UI_MAXQUEUE is not a setting" in err and "COSYVOICE_UI_MAX_QUEUE" in err
+    assert settings.max_queue == 16
+
+
+def _run_app(*flags) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), *flags], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
+
+
+def test_port_in_use_is_refused_before_the_model_loads():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, out, _ = _run_app("--port", str(taken.getsockname()[1]))
+    assert code == 2, out
+    assert "cannot listen on 127.0.0.1:" in out and "Choose a free --port" in out, out
+    assert "worker started" not in out and "ready: open" not in out, out
+
+
+def test_unknown_host_is_refused_before_the_model_loads():
+    code, out, _ = _run_app("--host", "999.1.1.1", "--port", str(free_port()))
+    assert code == 2 and "--host '999.1.1.1' is not an address" in out, out
+    assert "worker started" not in out and "reachable from the network" not in out, out
