@@ -49,10 +49,12 @@ case "${1:-}" in
     # Not exec: the trap must outlive python to stop nvidia-smi dmon.
     "$PY" app.py "$@" &
     APP_PID=$!
-    # SIGTERM to this script is passed on; Ctrl-C already reaches python through the terminal's
-    # process group, and a second SIGINT would make it exit without draining.
-    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID; cleanup; exit 143' TERM
-    trap 'wait $APP_PID; cleanup; exit 130' INT
+    # Signals to this script are passed on as SIGTERM, which drains. A SIGINT sent to this script
+    # alone (a process manager) would otherwise never reach python; after Ctrl-C in a terminal
+    # python has its own SIGINT already and takes the extra SIGTERM as the same request (a second
+    # SIGINT would mean "exit without draining").
+    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 143' TERM
+    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 130' INT
     wait $APP_PID
     ;;
 esac

@@ -49,3 +49,38 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
         assert not alive, f"left behind: {[c.pid for c in alive]}"
     finally:
         app.stop()
+
+
+def test_sigint_to_run_sh_alone_drains_and_exits(tmp_path):
+    """A process manager that sends SIGINT only to ``./run.sh`` (not to its process group, as a
+    terminal's Ctrl-C does) used to leave the app serving; the script now passes it on."""
+    import os
+    import subprocess
+    import urllib.request
+
+    from .conftest import ROOT, free_port
+
+    port = free_port()
+    log_path = tmp_path / "run_sh.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["bash", str(ROOT / "run.sh"), "--port", str(port), "--engine",
+                                 "tests.fault_engines:FaultEngine"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "FAULT_ENGINE_DIR": str(tmp_path)}, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 180  # may install requirements.txt on a fresh clone first
+            while time.monotonic() < deadline:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).close()
+                    break
+                except Exception:  # noqa: BLE001 - not up yet
+                    assert proc.poll() is None, log_path.read_text()[-3000:]
+                    time.sleep(0.5)
+            tree = psutil.Process(proc.pid).children(recursive=True)
+            proc.send_signal(signal.SIGINT)  # to the script only
+            assert proc.wait(timeout=60) == 130, log_path.read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert "stopped: the worker has ended" in log_path.read_text(), log_path.read_text()[-3000:]
+    assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
