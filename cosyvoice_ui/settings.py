@@ -22,8 +22,8 @@ ENV_PREFIX = "COSYVOICE_UI_"
 class Settings:
     """Validated configuration of one running application.
 
-    Units are in the names: ``_s`` seconds, ``_mb`` megabytes (10**6 bytes), ``_chars``
-    Unicode code points.
+    Units are in the names: ``_s`` seconds, ``_mb`` MiB (2**20 bytes, as Gradio counts its
+    "MB" and shows the upload limit in the page), ``_chars`` Unicode code points.
     """
 
     host: str = "127.0.0.1"
@@ -76,7 +76,7 @@ class Settings:
 
     @property
     def max_upload_bytes(self) -> int:
-        return int(self.max_upload_mb * 1_000_000)
+        return int(self.max_upload_mb * 2**20)
 
 
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")

@@ -21,7 +21,7 @@ from . import gradio_http as gh
 from . import make_hostile_corpus as corpus
 from .conftest import PROMPTS_DIR, serving
 
-LIMIT_BYTES = 1_000_000
+LIMIT_BYTES = 2**20  # --max-upload-mb 1: MiB, as Gradio counts
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,15 @@ def mib(value: int | None) -> str:
     return "n/a" if value is None else f"{value / MIB:,.0f} MiB"
 
 
+# One colour per series name that memory_frame() writes (Tableau 10).
+SERIES_COLORS = {
+    "web process RSS": "#4c78a8", "worker RSS": "#f58518", "worker torch allocated": "#e45756",
+    "worker torch reserved": "#72b7b2", "worker GPU (NVML)": "#54a24b",
+    **{f"GPU {i} used": color for i, color in enumerate(["#b279a2", "#ff9da6", "#9d755d", "#bab0ac", "#eeca3b",
+                                                         "#7f7f7f", "#17becf", "#bcbd22"])},
+}
+
+
 def memory_frame(samples: list[Sample]) -> pd.DataFrame:
     """Long-format frame for ``gr.LinePlot``: columns ``time`` (datetime), ``MiB``, ``series``.
 

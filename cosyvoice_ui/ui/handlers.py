@@ -39,6 +39,13 @@ def uploaded_path(prompt_audio):
     return prompt_audio
 
 
+def _show_notes(result: dict) -> None:
+    """The result's notes as pop-ups in the page (API clients get them as log messages): in the
+    stats JSON alone, a user missed that a failed upload meant the built-in voice was used."""
+    for note in result.get("notes", [])[:4]:
+        gr.Info(note, duration=12)
+
+
 def _session(request: gr.Request | None) -> str | None:
     """Gradio's session hash: one browser tab, or one ``gradio_client.Client``."""
     return getattr(request, "session_hash", None) if request is not None else None
@@ -82,6 +89,7 @@ class Handlers:
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.Finished):
+                _show_notes(event.result)
                 yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
                 return
             else:
@@ -105,6 +113,7 @@ class Handlers:
             elif isinstance(event, synthesis.AudioReady) and len(event.samples):
                 yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
             elif isinstance(event, synthesis.Finished):
+                _show_notes(event.result)
                 yield None, event.result
             elif isinstance(event, synthesis.Waiting):
                 yield None, None

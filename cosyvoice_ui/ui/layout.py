@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from . import formatting
 from .api_blocks import ApiBlocks
 from .handlers import Handlers
 from .i18n import I18N
@@ -60,9 +61,11 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
             with gr.Column(scale=2):
                 gr.Markdown(I18N("monitor"), elem_id="monitor_heading")
                 status_md = gr.Markdown(elem_id="monitor_status")
-                # 24-hour times (the default axis shows "09 PM").
+                # 24-hour times (the default axis shows "09 PM"); fixed colours (by default they follow the
+                # order the series first appear in, which changes between page loads).
                 plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
-                                   height=320, elem_id="memory_plot", x_axis_format="%H:%M:%S", color_title="memory")
+                                   height=320, elem_id="memory_plot", x_axis_format="%H:%M:%S", color_title="memory",
+                                   color_map=formatting.SERIES_COLORS)
                 with gr.Row():
                     free_cache = gr.Button(I18N("free_cache"), elem_id="free_cache")
                     restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")

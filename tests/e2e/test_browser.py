@@ -139,6 +139,17 @@ def test_memory_plot_names_its_lines_and_uses_a_24_hour_clock(browser, app):
     assert any(re.fullmatch(r"\d{2}:\d{2}:\d{2}", t) for t in ticks), ticks
 
 
+def test_notes_pop_up_in_the_page(browser, app):
+    """Without prompt audio the built-in voice speaks; the page says so in a pop-up, not only
+    inside the stats JSON."""
+    page = _page(browser, app)
+    page.locator("#text textarea").fill("Nobody uploaded a voice for this one.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    page.wait_for_function("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
+                           ".some(t => t.innerText.includes('spoken in the built-in voice'))", timeout=10_000)
+
+
 def test_double_click_on_generate_synthesizes_once(browser, app):
     """With a prompt uploaded, a double click and one more click used to queue the same
     synthesis two or three times (Gradio's once-per-click guard has a gap); now one runs."""
