@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
 
     def stopped() -> None:
+        from cosyvoice_ui.ui.ffmpeg import remove_private_ffmpeg
+
+        remove_private_ffmpeg()
         log.info("stopped: the worker has ended; exiting")
 
     def listening() -> None:

@@ -3,6 +3,7 @@ a retry hint, and no child process is left behind."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import threading
 import time
@@ -84,3 +85,21 @@ def test_sigint_to_run_sh_alone_drains_and_exits(tmp_path):
     time.sleep(0.5)
     assert "stopped: the worker has ended" in log_path.read_text(), log_path.read_text()[-3000:]
     assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_stream_leaves_no_ffmpeg_folder_behind(tmp_path):
+    """--stream on a machine without ffmpeg links the imageio-ffmpeg binary into a private temp
+    folder; stopping the app removes it (one per start used to pile up in /tmp)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--stream",
+                     env={"TMPDIR": str(temp), "FAULT_ENGINE_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        if shutil.which("ffmpeg") is None:  # otherwise the system's ffmpeg is used and nothing is made
+            assert list(temp.glob("cosyvoice-ui-ffmpeg-*")), app.log_path.read_text()
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(timeout=30)
+    finally:
+        app.stop()
+    assert not list(temp.glob("cosyvoice-ui-ffmpeg-*"))

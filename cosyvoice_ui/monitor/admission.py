@@ -103,7 +103,7 @@ class Admission:
             f"Not enough free memory for this request: it needs about {predicted / MIB:,.0f} MiB, "
             f"{max(available, 0) / MIB:,.0f} MiB is available (after the reserve), and even "
             f"shorter segments would need {fit.predict(MIN_SEGMENT_CHARS) / MIB:,.0f} MiB. "
-            "Try again when other work on this machine has finished memory, or lower --memory-reserve.")
+            "Try again when other work on this machine has freed memory, or lower --memory-reserve.")
 
 
 def available_memory(status: Callable[[], dict], gpus: Callable[[], list], reserve_fraction: float) -> Callable[[], int | None]:

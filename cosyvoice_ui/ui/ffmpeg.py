@@ -7,9 +7,20 @@ folder put first on ``PATH`` (of the web process only; the worker never needs it
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
+
+
+_folders: list[str] = []
+
+
+def remove_private_ffmpeg() -> None:
+    """Delete the folders :func:`ensure_ffmpeg_on_path` made (one per start piled up in /tmp).
+    Called at shutdown; atexit alone misses an exit by a re-raised SIGTERM."""
+    while _folders:
+        shutil.rmtree(_folders.pop(), ignore_errors=True)
 
 
 def ensure_ffmpeg_on_path() -> str:
@@ -26,6 +37,8 @@ def ensure_ffmpeg_on_path() -> str:
     except ImportError:
         raise RuntimeError("--stream needs ffmpeg: install it (apt install ffmpeg) or pip install imageio-ffmpeg") from None
     folder = tempfile.mkdtemp(prefix="cosyvoice-ui-ffmpeg-")
+    _folders.append(folder)
+    atexit.register(remove_private_ffmpeg)
     link = os.path.join(folder, "ffmpeg")
     os.symlink(imageio_ffmpeg.get_ffmpeg_exe(), link)
     os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
