@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import queue
 import threading
 from typing import Iterator
@@ -23,6 +24,8 @@ from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
 from .worker.protocol import RequestStats
 from .worker.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
 
 _POLL_S = 0.25
 _DONE = object()
@@ -119,6 +122,7 @@ class SynthesisService:
         if duplicate:
             self.supervisor.ledger.add_event(self.supervisor.engine, "", "refused:duplicate",
                                              "the same client sent the same request again while it ran")
+            log.info("refused:duplicate: the same client sent the same request again while it ran")
             raise DuplicateRequest("This request is already being synthesized (Generate was pressed more than "
                                    "once); its result will appear when it is done.")
         try:
@@ -145,6 +149,7 @@ class SynthesisService:
                            "InputError": "refused:input"}.get(type(e).__name__, "refused")
                 text_chars = len(text) if isinstance(text, str) else 0  # text may be any JSON value
                 self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=text_chars)
+                log.info("%s: %.300s", outcome, e)  # one line: what a client sends must not flood the log
             raise
         restarted = False
         try:
