@@ -32,6 +32,18 @@ def _return_freed_memory() -> None:
         pass
 
 
+def _own_gradio_temp_folder() -> None:
+    """Gradio keeps uploads and results in $GRADIO_TEMP_DIR, by default /tmp/gradio, shared by
+    every Gradio app on the machine; the upload sweeper (temp_files.py) must only ever see this
+    app's files (fourth newcomer session: it removed 540 stale files of other apps). Unless the
+    user chose a folder, this app gets <temp>/cosyvoice_ui."""
+    import os
+    import tempfile
+
+    if not os.environ.get("GRADIO_TEMP_DIR"):
+        os.environ["GRADIO_TEMP_DIR"] = os.path.join(tempfile.gettempdir(), "cosyvoice_ui")
+
+
 def _cannot_listen(host: str, port: int) -> str | None:
     """Why the server could not listen on ``host:port`` (a bad address, a port in use), found by
     binding a socket the way uvicorn will (SO_REUSEADDR), or ``None`` when it can."""
@@ -60,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     _return_freed_memory()
+    _own_gradio_temp_folder()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("cosyvoice_ui")
 

@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .http_errors import QuietRequestErrors
+from .precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
@@ -32,7 +33,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                           available_memory(supervisor.status, monitor.nvml.read, settings.memory_reserve))
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
     app = fastapi.FastAPI(docs_url=None, redoc_url=None)
-    app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
+    app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
+    app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)
 
     def token_ok(request: fastapi.Request) -> bool:
         if not settings.metrics_token:

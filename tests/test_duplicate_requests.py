@@ -40,3 +40,27 @@ def test_same_client_same_request_is_synthesized_once(tmp_path, monkeypatch):
         assert client.predict(text=TEXT, api_name="/synthesize")[1]["audio_s"] > 1.0
     finally:
         app.stop()
+
+
+def test_cancelling_one_job_keeps_the_clients_other_job(tmp_path, monkeypatch):
+    """``Job.cancel()`` on one of a client's two /synthesize jobs used to cancel both in Gradio
+    (every task of that function in the session): the running one's result never arrived and
+    the client waited forever. Now only the cancelled job ends."""
+    import time
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        client = Client(app.url, verbose=False)
+        running = client.submit(text="sleep:3 the one that keeps running", api_name="/synthesize")
+        time.sleep(1.0)
+        queued = client.submit(text="sleep:1 the one that is cancelled", api_name="/synthesize")
+        time.sleep(0.5)
+        queued.cancel()
+        _, stats = running.result(timeout=30)
+        assert stats["audio_s"] > 1.0
+        status = client.predict(api_name="/status")
+        assert status["completed"] == 1 and status["queue_depth"] == 0, status
+    finally:
+        app.stop()

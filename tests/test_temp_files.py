@@ -162,3 +162,25 @@ def test_sweeper_removes_old_partial_uploads_and_empty_folders_only(tmp_path):
     deleted = set(sweep_abandoned_uploads(str(tmp_path), ttl_s=60))
     assert deleted == {str(old_partial), str(old_empty)}
     assert new_partial.exists() and other.exists() and full.exists()
+
+
+def test_default_temp_folder_is_the_apps_own(tmp_path):
+    """Without GRADIO_TEMP_DIR the app keeps its files in <temp>/cosyvoice_ui, not in the
+    /tmp/gradio every Gradio app shares: another app's stale partial upload there survives this
+    app's sweeper, and this app's upload lands in its own folder."""
+    import os
+
+    temp = tmp_path / "tmp"
+    (temp / "gradio").mkdir(parents=True)
+    foreign = temp / "gradio" / "tmpforeign1"
+    foreign.write_bytes(b"another app's upload in progress")
+    os.utime(foreign, (1000, 1000))
+    app = RunningApp(TTL_FLAG, "2", env={"TMPDIR": str(temp), "GRADIO_TEMP_DIR": ""})
+    try:
+        app.wait_healthy()
+        _synthesize(app)
+        time.sleep(4)  # more than one sweep (every ttl/6 s, at least 1 s)
+        assert foreign.exists(), "the sweeper deleted another app's file"
+        assert (temp / "cosyvoice_ui").is_dir()
+    finally:
+        app.stop()

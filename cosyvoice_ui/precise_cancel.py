@@ -1,0 +1,85 @@
+"""ASGI middleware: a cancel ends only the event it names.
+
+Gradio's ``POST /gradio_api/cancel`` (``{"session_hash", "fn_index", "event_id"}``, sent by
+``gradio_client``'s ``Job.cancel()``) cancels every running task of that function in that
+session (``gradio.utils.cancel_tasks({f"{session_hash}_{fn_index}"})``), and answers only the
+named event. A client with two ``/synthesize`` jobs that cancelled one lost the other: its
+request ran to the end in the worker, but the result never reached the client, which waited
+forever (fourth newcomer session).
+
+Here the named event's own task is cancelled (Gradio names it
+``"{session_hash}_{fn_index}<gradio-sep>{event_id}"``), then the request goes on to Gradio
+with an ``fn_index`` that matches no task, so the rest of Gradio's handler (dequeue the event if
+it is still waiting, answer its client, close its iterator) runs for that event alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+log = logging.getLogger(__name__)
+
+_NO_FUNCTION = -1  # an fn_index no task carries
+
+
+class PreciseCancel:
+    """Pure ASGI middleware; anything that is not a well-formed cancel passes through untouched."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith(
+                "/gradio_api/cancel"):
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        try:
+            payload = json.loads(body)
+            task_name = f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}"
+        except (ValueError, TypeError, KeyError):
+            payload = None  # Gradio answers a malformed body (422)
+        if payload is not None:
+            cancelled = cancel_task_named(task_name)
+            log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
+            body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
+        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
+
+
+def cancel_task_named(name: str) -> int:
+    """Cancel the running asyncio tasks called ``name``; returns how many there were."""
+    tasks = [t for t in asyncio.all_tasks() if t.get_name() == name]
+    for task in tasks:
+        task.cancel()
+    return len(tasks)
+
+
+async def _read_body(receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client left
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # later reads wait for the disconnect, as usual
+    return replay
+
+
+def _with_length(scope, length: int) -> dict:
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+    return {**scope, "headers": headers + [(b"content-length", str(length).encode())]}
