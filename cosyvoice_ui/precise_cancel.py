@@ -7,7 +7,8 @@ named event. A client with two ``/synthesize`` jobs that cancelled one lost the 
 request ran to the end in the worker, but the result never reached the client, which waited
 forever (fourth newcomer session).
 
-Here the named event's own task is cancelled (Gradio names it
+Here the caller must pass Gradio's login check (``--auth``), then the named event's own task is
+cancelled (Gradio names it
 ``"{session_hash}_{fn_index}<gradio-sep>{event_id}"``), then the request goes on to Gradio
 with an ``fn_index`` that matches no task, so the rest of Gradio's handler (dequeue the event if
 it is still waiting, answer its client, close its iterator) runs for that event alone.
@@ -42,18 +43,50 @@ class PreciseCancel:
         except (ValueError, TypeError, KeyError):
             payload = None  # Gradio answers a malformed body (422)
         if payload is not None:
-            cancelled = cancel_task_named(task_name)
+            if not await self._logged_in(scope):
+                await _answer(send, 401, b'{"detail":"Not authenticated"}')
+                return
+            cancelled = await cancel_task_named(task_name)
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
         await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
 
+    async def _logged_in(self, scope) -> bool:
+        """Gradio's own ``GET /gradio_api/login_check`` with this request's cookies: 200 when
+        ``--auth`` is off or the caller is logged in. Gradio's /cancel checks no login at all
+        (fifth newcomer session: a cancel without credentials ended another user's job)."""
+        prefix = scope["path"][: -len("/gradio_api/cancel")]
+        path = prefix + "/gradio_api/login_check"
+        check = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
+        status = 0
 
-def cancel_task_named(name: str) -> int:
-    """Cancel the running asyncio tasks called ``name``; returns how many there were."""
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await self.app(check, receive, send)
+        return status == 200
+
+
+async def cancel_task_named(name: str) -> int:
+    """Cancel the running asyncio tasks called ``name`` and wait until they have unwound (as
+    Gradio's ``cancel_tasks`` does: the rest of Gradio's handler deletes what their cleanup
+    still uses); returns how many there were."""
     tasks = [t for t in asyncio.all_tasks() if t.get_name() == name]
     for task in tasks:
         task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     return len(tasks)
+
+
+async def _answer(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _read_body(receive) -> bytes:

@@ -110,18 +110,19 @@ class SynthesisService:
         """
         key = None if client_id is None else (client_id, repr((text, prompt_audio, prompt_text, instruction, speed,
                                                                 seed, speaker, stream)))
-        with self._claim(key):
+        with self._claim(key, len(text) if isinstance(text, str) else 0):
             yield from self._run(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream)
 
     @contextlib.contextmanager
-    def _claim(self, key):
+    def _claim(self, key, text_chars: int = 0):
         with self._open_lock:
             duplicate = key is not None and key in self._open
             if not duplicate and key is not None:
                 self._open.add(key)
         if duplicate:
             self.supervisor.ledger.add_event(self.supervisor.engine, "", "refused:duplicate",
-                                             "the same client sent the same request again while it ran")
+                                             "the same client sent the same request again while it ran",
+                                             text_chars=text_chars)
             log.info("refused:duplicate: the same client sent the same request again while it ran")
             raise DuplicateRequest("This request is already being synthesized (Generate was pressed more than "
                                    "once); its result will appear when it is done.")

@@ -3,8 +3,11 @@ log; --auth protects the page and every API call; --metrics-token protects /metr
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
+
+import httpx
 
 import psutil
 import pytest
@@ -39,6 +42,17 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/restart")["new_pid"]
         assert client.predict(text="hello", api_name="/synthesize")[1]["audio_s"] > 0
+        # Gradio's /cancel checks no login; here a cancel without credentials is refused and the
+        # logged-in client's job still delivers its result.
+        job = client.submit(text="sleep:2 a job someone tries to cancel", api_name="/synthesize")
+        time.sleep(0.5)
+        fn_index = next(d.get("id", i) for i, d in enumerate(client.config["dependencies"])
+                        if d.get("api_name") == "synthesize")
+        # Gradio would cancel every task of (session, fn_index), whatever the event id.
+        r = httpx.post(app.url + "gradio_api/cancel", json={"session_hash": client.session_hash,
+                                                            "fn_index": fn_index, "event_id": "any"})
+        assert r.status_code == 401, r.text
+        assert job.result(timeout=30)[1]["audio_s"] > 1.0
     finally:
         app.stop()
 

@@ -18,7 +18,8 @@ from .conftest import RunningApp
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    ledger = tmp_path / "ledger.jsonl"
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
     try:
         app.wait_healthy()
         children = psutil.Process(app.proc.pid).children(recursive=True)
@@ -44,6 +45,10 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
         assert results["running"][1]["audio_s"] > 0
         assert isinstance(results["queued"], Exception) and "may be sent again" in str(results["queued"])
         app.proc.wait(timeout=30)
+        import json
+        records = [json.loads(line) for line in ledger.read_text().splitlines()]
+        outcomes = {(r["outcome"], r["text_chars"]) for r in records}
+        assert ("shutdown", len("queued behind it")) in outcomes and ("ok", len("sleep:3 running while we stop")) in outcomes, records
         assert "stopped: the worker has ended" in app.log_path.read_text().splitlines()[-1]
         time.sleep(0.5)
         alive = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]

@@ -622,6 +622,7 @@ class Supervisor:
                         self._pending.appendleft(job)
                         job_to_fail = None
                 if job_to_fail:
+                    self._record(job_to_fail, "shutdown", error="killed at shutdown after the grace period")
                     _fail(job_to_fail, ServiceStopping("The application shut down before this request finished. "
                                                        "It may be sent again once the server is back."))
                 return
@@ -781,6 +782,7 @@ class Supervisor:
             self._pending.clear()
             error = (self._last_error or "The model could not be loaded.").rstrip(".") + "."
         for j in jobs:
+            self._record(j, "failed:load", error=error)
             _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log)."))
 
     def _shutdown(self) -> None:
@@ -791,9 +793,10 @@ class Supervisor:
             cache_waiters, self._cache_waiters = self._cache_waiters, []
             w = self._worker
             self._state = STOPPED
-        for j in jobs:
-            _fail(j, ServiceStopping("The application shut down before this request ran. "
-                                     "It may be sent again once the server is back."))
+        for j in jobs:  # every request leaves a ledger record, also one turned away by a shutdown
+            message = "The application shut down before this request ran. It may be sent again once the server is back."
+            self._record(j, "shutdown", error=message)
+            _fail(j, ServiceStopping(message))
         for f in [f for _, f in waiters] + cache_waiters:
             f.set_exception(ServiceStopping("The application is shutting down."))
         self._end_gracefully(w)
