@@ -59,3 +59,41 @@ def test_nothing_lost_across_restarts_and_a_crash(tmp_path, monkeypatch):
         assert any("ran again from the start because the worker was replaced" in n for n in stats["notes"]), stats
     finally:
         app.stop()
+
+
+def test_frozen_worker_is_replaced_busy_or_idle(tmp_path, monkeypatch):
+    """A worker that is alive but never answers (SIGSTOP: a frozen cgroup, a stuck driver call)
+    used to hold the server for good: sending it a request with prompt audio blocked the
+    supervisor before it checked any deadline, and /healthz said "ok". Now its silence is noticed
+    within the heartbeat timeout, busy or idle, and the worker is replaced."""
+    from gradio_client import handle_file
+
+    from .conftest import PROMPTS_DIR
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--request-timeout", "120")
+    try:
+        app.wait_healthy()
+        client = Client(app.url, verbose=False)
+        frozen = client.predict(api_name="/status")["pid"]
+        os.kill(frozen, signal.SIGSTOP)
+        t0 = time.monotonic()
+        # A prompt makes the request larger than a pipe holds.
+        _, stats = client.predict(text="hello after a freeze", prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_male.wav")),
+                                  api_name="/synthesize")
+        waited_s = time.monotonic() - t0
+        assert stats["worker_pid"] != frozen and waited_s < 60, (stats, waited_s)
+        assert any("ran again" in n for n in stats["notes"]), stats["notes"]
+
+        second = client.predict(api_name="/status")["pid"]
+        os.kill(second, signal.SIGSTOP)  # now idle
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = client.predict(api_name="/status")
+            if status["pid"] not in (second, None) and status["state"] == "ready":
+                break
+            time.sleep(1)
+        assert status["pid"] != second and status["state"] == "ready", status
+        assert "sent no heartbeat" in app.log_path.read_text()
+    finally:
+        app.stop()

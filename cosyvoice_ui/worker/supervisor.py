@@ -363,6 +363,12 @@ class Supervisor:
                     if job is not None:
                         with self._lock:
                             self._pending.appendleft(job)  # the worker died just now: keep the job
+                    with self._lock:
+                        w = self._worker
+                        silent = w is not None and w.process.is_alive() and self._silent_unlocked(w)
+                    if silent:
+                        log.error("worker %s sent no heartbeat for %.0f s while idle: taking it as hung",
+                                  w.process.pid, time.monotonic() - w.last_heartbeat_at)
                     self._handle_death(job=None)
                     continue
                 if job is None:
@@ -395,7 +401,15 @@ class Supervisor:
 
     def _worker_alive_unlocked(self) -> bool:
         w = self._worker
-        return w is not None and w.process.is_alive() and w.load_failed is None
+        if w is None or not w.process.is_alive() or w.load_failed is not None:
+            return False
+        # Alive but silent (SIGSTOPped, stuck in a driver call) is as good as dead: /healthz
+        # said "ok" for minutes while such a worker held every request (sixth newcomer session).
+        return not self._silent_unlocked(w)
+
+    def _silent_unlocked(self, w) -> bool:
+        return bool(w.ready and w.last_heartbeat_at
+                    and time.monotonic() - w.last_heartbeat_at > self.heartbeat_timeout_s)
 
     def _worker_alive(self) -> bool:
         with self._lock:
@@ -575,10 +589,13 @@ class Supervisor:
                 self._inflight = None
                 self._state = READY
             return
-        try:
-            w.conn.send(msg.Synthesize(request_id=job.id, request=job.request))
-        except (OSError, EOFError, ValueError):
-            pass  # the worker died just now; the sentinel says so below
+        # Sent from another thread: the request (with its prompt audio) is larger than a pipe
+        # holds, so sending blocks until the worker reads it, and a worker that never reads
+        # (stopped, hung) would keep this loop from ever checking the deadline and the heartbeat.
+        # Every way out of the loop below that does not wait for the answer kills the worker,
+        # which ends a blocked send.
+        threading.Thread(target=_send_quietly, args=(w.conn, msg.Synthesize(request_id=job.id, request=job.request)),
+                         name=f"send-{job.id}", daemon=True).start()
         deadline = time.monotonic() + job.timeout_s
         grace_deadline = None
         while True:
@@ -823,6 +840,13 @@ class Supervisor:
             outcome=outcome, error=error,
             memory_before_bytes=stats.memory_before_bytes if stats else None,
             predicted_peak_bytes=job.predicted_peak_bytes))
+
+
+def _send_quietly(conn, message) -> None:
+    try:
+        conn.send(message)
+    except (OSError, EOFError, ValueError):
+        pass  # the worker died (or was killed); the dispatcher's checks say so
 
 
 def _fail(job: _Job, error: Exception) -> None:
