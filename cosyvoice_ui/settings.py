@@ -85,12 +85,12 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 _ENV_CHECKS: dict[str, tuple[str, object]] = {}  # variable -> (its flag, a converter that raises on bad values)
 
 
-def _env(name: str, default, flag: str | None = None, check=str):
+def _env(name: str, default, check=str):
     """The value of ``COSYVOICE_UI_<NAME>`` as a string (argparse converts it like a typed flag),
     or ``default``. ``check`` is run on it by :func:`parse_settings`, whose error then names the
     variable rather than the flag the user never typed."""
     variable = ENV_PREFIX + name.upper()
-    _ENV_CHECKS[variable] = (flag or "--" + name.replace("_", "-"), check)
+    _ENV_CHECKS[variable] = ("--" + name.replace("_", "-"), check)
     value = os.environ.get(variable)
     return default if value is None else value
 

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from gradio_client import Client
 
-from .conftest import RunningApp
+from .conftest import serving
 
 TEXT = "sleep:2 the same words twice"
 
 
-def test_same_client_same_request_is_synthesized_once(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
-    try:
-        app.wait_healthy()
+def _fault_app(tmp_path):
+    """The app with the test engine (``tests/fault_engines.py``), healthy inside the block."""
+    return serving("--engine", "tests.fault_engines:FaultEngine", env={"FAULT_ENGINE_DIR": str(tmp_path)})
+
+
+def test_same_client_same_request_is_synthesized_once(tmp_path):
+    with _fault_app(tmp_path) as app:
         client, other = Client(app.url, verbose=False), Client(app.url, verbose=False)
         first = client.submit(text=TEXT, api_name="/synthesize")
         again = client.submit(text=TEXT, api_name="/synthesize")
@@ -38,20 +40,15 @@ def test_same_client_same_request_is_synthesized_once(tmp_path, monkeypatch):
         assert status["completed"] == 2, status
         # Once it is done, the same client may ask for the same thing again.
         assert client.predict(text=TEXT, api_name="/synthesize")[1]["audio_s"] > 1.0
-    finally:
-        app.stop()
 
 
-def test_cancelling_one_job_keeps_the_clients_other_job(tmp_path, monkeypatch):
+def test_cancelling_one_job_keeps_the_clients_other_job(tmp_path):
     """``Job.cancel()`` on one of a client's two /synthesize jobs used to cancel both in Gradio
     (every task of that function in the session): the running one's result never arrived and
     the client waited forever. Now only the cancelled job ends."""
     import time
 
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
-    try:
-        app.wait_healthy()
+    with _fault_app(tmp_path) as app:
         client = Client(app.url, verbose=False)
         running = client.submit(text="sleep:3 the one that keeps running", api_name="/synthesize")
         time.sleep(1.0)
@@ -62,19 +59,14 @@ def test_cancelling_one_job_keeps_the_clients_other_job(tmp_path, monkeypatch):
         assert stats["audio_s"] > 1.0
         status = client.predict(api_name="/status")
         assert status["completed"] == 1 and status["queue_depth"] == 0, status
-    finally:
-        app.stop()
 
 
-def test_cancels_in_a_loop_leave_no_tracebacks(tmp_path, monkeypatch):
+def test_cancels_in_a_loop_leave_no_tracebacks(tmp_path):
     """Ten cancels of waiting jobs used to log a 37-line "Task exception was never retrieved"
     (KeyError in Gradio's iterator cleanup) each; a client could flood the log with them."""
     import time
 
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
-    try:
-        app.wait_healthy()
+    with _fault_app(tmp_path) as app:
         client = Client(app.url, verbose=False)
         running = client.submit(text="sleep:6 the long one", api_name="/synthesize")
         time.sleep(0.5)
@@ -83,7 +75,6 @@ def test_cancels_in_a_loop_leave_no_tracebacks(tmp_path, monkeypatch):
             time.sleep(0.4)
             job.cancel()
         assert running.result(timeout=60)[1]["audio_s"] > 1.0
-    finally:
-        app.stop()  # tasks whose exception nobody retrieved are reported when they are collected
+    # Stopped now: tasks whose exception nobody retrieved are reported when they are collected.
     log = app.log_path.read_text()
     assert "Traceback" not in log and "Task exception" not in log, log[-4000:]
