@@ -120,9 +120,8 @@ class SynthesisService:
             if not duplicate and key is not None:
                 self._open.add(key)
         if duplicate:
-            self.supervisor.ledger.add_event(self.supervisor.engine, "", "refused:duplicate",
-                                             "the same client sent the same request again while it ran",
-                                             text_chars=text_chars)
+            self.record_refusal("refused:duplicate", "the same client sent the same request again while it ran",
+                                text_chars)
             log.info("refused:duplicate: the same client sent the same request again while it ran")
             raise DuplicateRequest("This request is already being synthesized (Generate was pressed more than "
                                    "once); its result will appear when it is done.")
@@ -148,8 +147,7 @@ class SynthesisService:
             if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
                            "InputError": "refused:input"}.get(type(e).__name__, "refused")
-                text_chars = len(text) if isinstance(text, str) else 0  # text may be any JSON value
-                self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, str(e), text_chars=text_chars)
+                self.record_refusal(outcome, str(e), len(text) if isinstance(text, str) else 0)  # text: any JSON value
                 log.info("%s: %.300s", outcome, e)  # one line: what a client sends must not flood the log
             raise
         restarted = False
@@ -179,6 +177,17 @@ class SynthesisService:
                          + ("; the streamed playback repeated its beginning, the finished audio has no repeat."
                             if stream and restarted else "."))
         yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
+
+    def record_refusal(self, outcome: str, message: str, text_chars: int = 0) -> None:
+        """Write a request turned away before it reached the worker to the ledger (and so to
+        ``/metrics``), so every request sent leaves a trace.
+
+        Args:
+            outcome: ``refused:input``, ``refused:busy``, ``refused:memory``, ``refused:duplicate``.
+            message: why, as told to the caller (cut to 300 characters by the ledger).
+            text_chars: the request's text length in characters, 0 where unknown.
+        """
+        self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, message, text_chars=text_chars)
 
     def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
         request, notes = build_request(

@@ -14,6 +14,7 @@ Payloads are sent with the raw ``/call`` protocol (``tests/gradio_http.py``), si
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -29,8 +30,16 @@ TEXT = "Hello there."
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    with serving(env={"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("gradio_tmp"))}) as app:
+    ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
+    with serving("--ledger", str(ledger), env={"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("gradio_tmp"))}) as app:
+        app.ledger_path = ledger
         yield app
+
+
+def ledger_records(app) -> list[dict]:
+    if not app.ledger_path.exists():
+        return []
+    return [json.loads(line) for line in app.ledger_path.read_text().splitlines()]
 
 
 class LogWatch:
@@ -101,8 +110,13 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     """``handle_file(url)`` makes the server fetch the URL in plain Gradio (with no size limit,
     around ``--max-upload-mb``); here the server refuses it and says what to do instead."""
     client = Client(app.url, verbose=False)
+    before = len(ledger_records(app))
     with pytest.raises(Exception, match="does not download files"):
         client.predict(text=TEXT, prompt_audio=handle_file(app.url + "healthz"), api_name="/synthesize")
+    # Like any other refused request, it leaves a ledger record (and so counts in /metrics).
+    new = ledger_records(app)[before:]
+    assert [r["outcome"] for r in new] == ["refused:input"], new
+    assert "does not download files" in new[0]["error"]
 
 
 def test_client_leaving_mid_upload_is_one_log_line(app):

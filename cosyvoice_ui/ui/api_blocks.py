@@ -35,7 +35,17 @@ class ApiBlocks(gr.Blocks):
 
     Server faults met while preparing inputs (a full disk while copying an upload) are not the
     caller's mistake and keep Gradio's usual traceback.
+
+    Args:
+        on_refused: called as ``on_refused(api_name, message)`` for each refusal (``api_name``
+            without the slash, ``None`` for unnamed events), so refused syntheses reach the
+            request ledger like every other refusal; its failures are logged, never raised.
+        **kwargs: passed to :class:`gr.Blocks`.
     """
+
+    def __init__(self, *args, on_refused=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._on_refused = on_refused
 
     async def preprocess_data(self, block_fn, inputs, *args, **kwargs):
         try:
@@ -45,11 +55,20 @@ class ApiBlocks(gr.Blocks):
             if not e.print_exception:
                 raise
             # Gradio's own checks (a dropdown value, a slider bound) print a traceback by default.
-            raise _refused(block_fn, e.message) from None
+            raise self._refused(block_fn, e.message) from None
         except PayloadError as e:
-            raise _refused(block_fn, str(e)) from None
+            raise self._refused(block_fn, str(e)) from None
         except (ComponentProcessingError, InvalidPathError, pydantic.ValidationError, ValueError, TypeError) as e:
-            raise _refused(block_fn, describe_payload_error(block_fn, inputs, e)) from None
+            raise self._refused(block_fn, describe_payload_error(block_fn, inputs, e)) from None
+
+    def _refused(self, block_fn, message: str) -> gr.Error:
+        log.info("refused a call to %s: %s", f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
+        if self._on_refused is not None:
+            try:
+                self._on_refused(block_fn.api_name, message)
+            except Exception:
+                log.exception("recording a refused call failed")
+        return gr.Error(message, print_exception=False)
 
 
 def parameter_names(block_fn) -> list[str]:
@@ -112,11 +131,6 @@ def _file_paths(value) -> list[str]:
 
     client_utils.traverse(value, collect, client_utils.is_file_obj_with_meta)
     return found
-
-
-def _refused(block_fn, message: str) -> gr.Error:
-    log.info("refused a call to %s: %s", f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
-    return gr.Error(message, print_exception=False)
 
 
 def _short(value, limit: int = 60) -> str:
