@@ -164,10 +164,8 @@ class SynthesisService:
                     restarted = restarted or event.restarted
                 yield event
         finally:
-            if not future.done() and future.cancel():
-                self.supervisor.ledger.add_event(self.supervisor.engine, "", "cancelled",
-                                                 "the client left while the request was queued",
-                                                 text_chars=len(request.text))
+            if not future.done():
+                future.cancel()  # withdrawn if still queued (the supervisor records it as cancelled)
         output, stats = future.result()
         if restarted or stats.runs > 1:
             # restarted alone: an out-of-memory retry inside the worker (which also adds its own note).

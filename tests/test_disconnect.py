@@ -116,5 +116,7 @@ def test_queued_request_whose_client_left_is_not_synthesized(app, client):
     running.close()
     assert event == "complete"
     _wait_idle(client)
-    outcomes = [r["outcome"] for r in _records_for(app, QUEUED_TEXT)]
-    assert "ok" not in outcomes, f"the abandoned queued request was synthesized anyway: {outcomes}"
+    records = _records_for(app, QUEUED_TEXT)
+    assert [r["outcome"] for r in records] == ["cancelled"], f"the abandoned queued request: {records}"
+    # The record says what the request would have cost: its device and segments.
+    assert records[0]["device"] == "cpu" and records[0]["segments"] >= 1, records[0]

@@ -212,6 +212,10 @@ class Supervisor:
                    timeout_s=timeout_s or self.request_timeout_s * (1 + 0.25 * max(0, len(request.segments) - 1)),
                    enqueued_at=time.monotonic(),
                    on_progress=on_progress, predicted_peak_bytes=predicted_peak_bytes, on_audio=on_audio)
+        # A waiting request is withdrawn by cancelling its future (its client left); it still
+        # gets a ledger record with its device and segments, like every request.
+        future.add_done_callback(lambda f: f.cancelled() and self._record(
+            job, "cancelled", error="the client left while the request was queued"))
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
