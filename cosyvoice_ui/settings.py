@@ -248,6 +248,24 @@ def _check_environment(parser: argparse.ArgumentParser) -> None:
             parser.error(f"{variable}={value!r} (the variable for {flag}): {e}")
 
 
+# Below this a segment is a word or two: each is synthesized alone, so the speech loses its
+# prosody and every join adds a pause. Above the other, one segment's activations (which grow with
+# its length) are no longer bounded by splitting. A newcomer session ran 5 and 5000 unwarned.
+_SHORT_SEGMENT_CHARS = 20
+_LONG_SEGMENT_CHARS = 1000
+
+
+def _warn_about_segments(max_segment_chars: int, max_text_chars: int) -> None:
+    if max_segment_chars < _SHORT_SEGMENT_CHARS:
+        print(f"warning: --max-segment-chars {max_segment_chars} splits text into a word or two per segment; "
+              f"the speech will sound choppy. Use {_SHORT_SEGMENT_CHARS} or more (default 200).", file=sys.stderr)
+    if max_segment_chars > _LONG_SEGMENT_CHARS and max_text_chars > _LONG_SEGMENT_CHARS:
+        print(f"warning: --max-segment-chars {max_segment_chars}: a segment of up to "
+              f"{min(max_segment_chars, max_text_chars)} characters is synthesized in one piece, so splitting no "
+              "longer bounds a request's peak memory (see the README's 'Long text and memory'). "
+              f"Use at most {_LONG_SEGMENT_CHARS} (default 200).", file=sys.stderr)
+
+
 def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     """Parse flags (and ``COSYVOICE_UI_*`` variables) into :class:`Settings`.
 
@@ -289,6 +307,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
                 parser.error(f"--engine cosyvoice needs {flag} PATH (see the README's CosyVoice section)")
             if not os.path.isdir(values[name]):
                 parser.error(f"{flag} {values[name]!r}: no such folder")
+    _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
     if values["idle_unload_after_s"] is not None:
         if values["idle_unload_after_s"] <= 0:
             parser.error("--idle-unload-after must be a positive number of seconds")

@@ -8,6 +8,7 @@ without loading the worker.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -75,6 +76,22 @@ def _run_app(*flags) -> tuple[int, str, float]:
     proc = subprocess.run([sys.executable, str(ROOT / "app.py"), *flags], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--max-segment-chars", "5"], "choppy"),
+    (["--max-segment-chars", "5000"], "no longer bounds"),
+])
+def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, capsys):
+    parse_settings(argv)
+    assert fragment in capsys.readouterr().err
+
+
+def test_default_settings_warn_about_nothing(monkeypatch, capsys):
+    for variable in [v for v in os.environ if v.startswith("COSYVOICE_UI_")]:
+        monkeypatch.delenv(variable)
+    parse_settings([])
+    assert capsys.readouterr().err == ""
 
 
 def test_port_in_use_is_refused_before_the_model_loads():
