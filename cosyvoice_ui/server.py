@@ -32,7 +32,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     admission = Admission(supervisor.ledger,
                           available_memory(supervisor.status, monitor.nvml.read, settings.memory_reserve))
     handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
-    app = fastapi.FastAPI(docs_url=None, redoc_url=None)
+    # No FastAPI schema (here or in Gradio's mounted app, app_kwargs below): /openapi.json listed
+    # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
+    app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)
 
@@ -71,7 +73,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
-                               footer_links=["api"], css=PAGE_CSS)
+                               footer_links=["api"], css=PAGE_CSS, app_kwargs={"openapi_url": None})
     # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
     # "launched"; mounting never sets the flag, so without this any caller could make the server
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).

@@ -37,6 +37,9 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         assert _status(app.url + "healthz", "tok", scheme="bearer") == 200  # schemes are case-insensitive
         assert _status(app.url + "healthz", "tok", scheme="Basic") == 401
         assert _status(app.url + "metrics") == 401 and _status(app.url + "metrics", "tok") == 200
+        # Nothing that describes the API is readable without the login.
+        for path in ("openapi.json", "gradio_api/openapi.json", "gradio_api/info", "config"):
+            assert _status(app.url + path) in (401, 404), path
         with pytest.raises(Exception):
             Client(app.url, verbose=False).predict(api_name="/restart")
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
