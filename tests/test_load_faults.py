@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 
+import pytest
 from gradio_client import Client
 
 from .conftest import RunningApp
@@ -95,5 +96,20 @@ def test_frozen_worker_is_replaced_busy_or_idle(tmp_path, monkeypatch):
             time.sleep(1)
         assert status["pid"] != second and status["state"] == "ready", status
         assert "sent no heartbeat" in app.log_path.read_text()
+
+        # Free cache on a frozen worker gives up when the heartbeat does (it used to wait out its
+        # own 30 s deadline and hold every other request meanwhile), and the worker is replaced.
+        third = status["pid"]
+        os.kill(third, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(Exception, match="did not answer the free-cache request"):
+            client.predict(api_name="/free_cache")
+        assert time.monotonic() - t0 < 25, "Free cache waited past the heartbeat timeout"
+        _, stats = client.predict(text="hello after a frozen free cache", api_name="/synthesize")
+        assert stats["worker_pid"] not in (frozen, second, third)
+        # Counted as hangs, not crashes (the SIGKILL that ended them was the app's own).
+        reasons = client.predict(api_name="/status")["restarts_by_reason"]
+        assert reasons.get("hung") == 3 and not reasons.get("crash"), reasons
+        assert "out-of-memory" not in app.log_path.read_text()
     finally:
         app.stop()

@@ -133,6 +133,8 @@ def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor
         time.sleep(0.01)
     old_pid = fault_supervisor.worker_pid
     restart = fault_supervisor.restart(wait=False)
+    # While the restart waits for the running request, health checks see "restarting" (503), not "busy".
+    assert fault_supervisor.status()["state"] == "restarting"
     queued = [fault_supervisor.submit(SynthesisRequest(text=f"arrived during restart {i}")) for i in range(3)]
     report = restart.result(timeout=60)
     out, stats = first.result(timeout=5)
@@ -157,6 +159,30 @@ def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, m
         assert stats.pid == report.new_pid
     finally:
         sup.stop(grace_s=1)
+
+
+def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, monkeypatch):
+    """From a stop on, health checks see "stopping" and the queued requests are failed at once
+    with a retry hint; the running one still finishes (it used to be the other way round: queued
+    clients heard nothing until the running request ended)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=10, heartbeat_interval_s=0.2).start()
+    assert sup.wait_ready(60)
+    running = sup.submit(SynthesisRequest(text="sleep:3 running while we stop"))
+    while sup.status()["in_flight"] is None:
+        time.sleep(0.01)
+    queued = sup.submit(SynthesisRequest(text="queued behind it"))
+    stopper = threading.Thread(target=sup.stop)
+    stopper.start()
+    try:
+        with pytest.raises(Exception, match="may be sent again"):
+            queued.result(timeout=2)
+        assert not running.done(), "the queued request was only turned away after the running one ended"
+        assert sup.status()["state"] == "stopping"
+        assert running.result(timeout=15)[1].audio_s > 0
+    finally:
+        stopper.join(30)
+    assert sup.status()["state"] == "stopped"
 
 
 def test_five_restarts_new_pids_and_flat_web_memory(embedded_supervisor):

@@ -42,8 +42,8 @@ from .process import worker_main
 log = logging.getLogger(__name__)
 
 # States shown in the panel and /status.
-STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPED, UNLOADED = (
-    "loading", "ready", "busy", "restarting", "crashed", "failed", "stopped", "unloaded")
+STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPING, STOPPED, UNLOADED = (
+    "loading", "ready", "busy", "restarting", "crashed", "failed", "stopping", "stopped", "unloaded")
 HEALTHY_STATES = (READY, BUSY, UNLOADED)  # unloaded: idle by design, loads on the next request
 MAX_CRASHES_PER_REQUEST = 2
 _POLL_S = 0.1
@@ -283,8 +283,15 @@ class Supervisor:
             memory = w.memory if w else None
             hb_age = (time.monotonic() - w.last_heartbeat_at) if (w and w.last_heartbeat_at) else None
             last = self._last_restart
+            state = self._state
+            # A drain or a restart waiting for the running request: still busy, but a load
+            # balancer should send new requests elsewhere (/healthz answers 503 for these).
+            if self._stopping and state != STOPPED:
+                state = STOPPING
+            elif self._restart_waiters and state in (READY, BUSY):
+                state = RESTARTING
             return {
-                "state": self._state,
+                "state": state,
                 "pid": w.process.pid if w else None,
                 "engine": self.engine,
                 "device": (ready.facts.get("device") if ready else None) or self.device,
@@ -316,7 +323,8 @@ class Supervisor:
     def stop(self, grace_s: float | None = None) -> None:
         """Stop taking requests, let the running one finish (bounded), end the worker.
 
-        Queued requests fail with :class:`ServiceStopping`.
+        Queued requests fail at once with :class:`ServiceStopping` (not when the running one has
+        finished: their clients may retry elsewhere meanwhile).
         """
         with self._lock:
             if self._stopping:
@@ -324,6 +332,7 @@ class Supervisor:
             self._stopping = True
             self._grace_on_stop = self.restart_grace_s if grace_s is None else grace_s
             self._wake.notify_all()
+        self._turn_away_pending()
         if self._thread.is_alive():
             self._thread.join(timeout=(self._grace_on_stop + 15))
         self._kill_worker()  # belt and braces if the dispatcher could not finish
@@ -370,10 +379,7 @@ class Supervisor:
                     with self._lock:
                         w = self._worker
                         silent = w is not None and w.process.is_alive() and self._silent_unlocked(w)
-                    if silent:
-                        log.error("worker %s sent no heartbeat for %.0f s while idle: taking it as hung",
-                                  w.process.pid, time.monotonic() - w.last_heartbeat_at)
-                    self._handle_death(job=None)
+                    self._handle_death(job=None, silent_s=(time.monotonic() - w.last_heartbeat_at) if silent else None)
                     continue
                 if job is None:
                     if self._state == FAILED:
@@ -415,6 +421,10 @@ class Supervisor:
         return bool(w.ready and w.last_heartbeat_at
                     and time.monotonic() - w.last_heartbeat_at > self.heartbeat_timeout_s)
 
+    def _silent(self, w) -> bool:
+        with self._lock:
+            return self._silent_unlocked(w)
+
     def _worker_alive(self) -> bool:
         with self._lock:
             return self._worker_alive_unlocked() or self._state in (FAILED, UNLOADED)
@@ -453,11 +463,14 @@ class Supervisor:
         elif state != READY:
             result = SynthesisFailed(f"The worker is {state}; try again when it is ready.")
         else:
-            result = SynthesisFailed("The worker did not answer the free-cache request in time.")
+            result = SynthesisFailed("The worker did not answer the free-cache request (it may be hung; a hung worker "
+                                     "is replaced on its own). Try again in a moment.")
             try:
                 w.conn.send(msg.FreeCache())
                 deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and w.process.is_alive():
+                # A silent (stopped, hung) worker ends the wait at once: the dispatcher then replaces
+                # it, instead of everyone waiting out this deadline (eleventh newcomer session).
+                while time.monotonic() < deadline and w.process.is_alive() and not self._silent(w):
                     replies = [m for m in self._receive(w, _POLL_S) if isinstance(m, msg.CacheFreed)]
                     if replies:
                         result = dataclasses.asdict(replies[0])
@@ -622,9 +635,7 @@ class Supervisor:
                 self._timeout(job)
                 return
             if now - w.last_heartbeat_at > self.heartbeat_timeout_s:
-                log.error("worker %s sent no heartbeat for %.1f s: taking it as hung", w.process.pid, now - w.last_heartbeat_at)
-                self._kill(w)
-                self._handle_death(job)
+                self._handle_death(job, silent_s=now - w.last_heartbeat_at)
                 return
             with self._lock:
                 wants_restart = bool(self._restart_waiters) or self._stopping
@@ -734,24 +745,35 @@ class Supervisor:
             "Try a shorter text; you may send it again."))
         self._replace_worker("timeout")
 
-    def _handle_death(self, job: _Job | None) -> None:
+    def _handle_death(self, job: _Job | None, silent_s: float | None = None) -> None:
+        """Replace a dead worker, or (``silent_s``: seconds without a heartbeat) a hung one, which
+        is killed here and counted as ``hung``, not ``crash``: its SIGKILL is ours, not the
+        out-of-memory killer's."""
+        reason = "crash" if silent_s is None else "hung"
         with self._lock:
             w = self._worker
             self._inflight = None
             self._state = CRASHED
-            self._restarts["crash"] += 1
-        if w is not None:
-            w.process.join(timeout=5)
-        code = w.process.exitcode if w else None
-        how = _describe_exit(code)
-        log.error("worker %s died (%s)%s", w.process.pid if w else None, how,
-                  f" while running request {job.id}" if job else "")
-        with self._lock:
-            self._last_error = f"The worker died ({how})."
+            self._restarts[reason] += 1
+        during = (f" while running request {job.id}" if job else " while idle")
+        if silent_s is not None:
+            how = f"it stopped answering: no heartbeat for {silent_s:.0f} s, so it was killed"
+            log.error("worker %s sent no heartbeat for %.1f s%s: taking it as hung and killing it",
+                      w.process.pid, silent_s, during)
+            self._kill(w)
+            with self._lock:
+                self._last_error = f"The worker hung ({how})."
+        else:
+            if w is not None:
+                w.process.join(timeout=5)
+            how = _describe_exit(w.process.exitcode if w else None)
+            log.error("worker %s died (%s)%s", w.process.pid if w else None, how, during if job else "")
+            with self._lock:
+                self._last_error = f"The worker died ({how})."
         if job is not None:
             job.crashes += 1
             if job.crashes >= MAX_CRASHES_PER_REQUEST:
-                self._record(job, "crash", error=how)
+                self._record(job, reason, error=how)
                 _fail(job, SynthesisFailed(
                     f"This request stopped the worker {job.crashes} times (last: {how}), so it is not retried again. "
                     "Try a shorter text or a different prompt audio."))
@@ -759,7 +781,7 @@ class Supervisor:
                 with self._lock:
                     self._pending.appendleft(job)  # run again, first, on the new worker
         self._kill(w)
-        self._replace_worker("crash")
+        self._replace_worker(reason)
 
     def _replace_worker(self, reason: str) -> RestartReport:
         """Kill the current worker (if alive) and start a new one. Callers count the restart."""
@@ -806,18 +828,22 @@ class Supervisor:
             self._record(j, "failed:load", error=error)
             _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log)."))
 
-    def _shutdown(self) -> None:
+    def _turn_away_pending(self) -> None:
         with self._lock:
             jobs = list(self._pending)
             self._pending.clear()
-            waiters, self._restart_waiters = self._restart_waiters, []
-            cache_waiters, self._cache_waiters = self._cache_waiters, []
-            w = self._worker
-            self._state = STOPPED
         for j in jobs:  # every request leaves a ledger record, also one turned away by a shutdown
             message = "The application shut down before this request ran. It may be sent again once the server is back."
             self._record(j, "shutdown", error=message)
             _fail(j, ServiceStopping(message))
+
+    def _shutdown(self) -> None:
+        self._turn_away_pending()
+        with self._lock:
+            waiters, self._restart_waiters = self._restart_waiters, []
+            cache_waiters, self._cache_waiters = self._cache_waiters, []
+            w = self._worker
+            self._state = STOPPED
         for f in [f for _, f in waiters] + cache_waiters:
             f.set_exception(ServiceStopping("The application is shutting down."))
         self._end_gracefully(w)
