@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
-    from cosyvoice_ui.server import build_app
+    from cosyvoice_ui.server import build_app, end_streams
     from cosyvoice_ui.worker.supervisor import Supervisor
 
     try:
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                  "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
 
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                            timeout_graceful_shutdown=5), drain, stopped, listening)
+                                            timeout_graceful_shutdown=5), drain, stopped, listening,
+                            end_streams=lambda: end_streams(app))
     try:
         server.run()
     except KeyboardInterrupt:
@@ -164,8 +165,9 @@ class DrainingServer(uvicorn.Server):
     says "terminated by SIGTERM"), and nothing after ``run()`` executes: ``stopped`` is called at
     the end of the shutdown instead, so the log always ends with a "stopped" line."""
 
-    def __init__(self, config: uvicorn.Config, drain, stopped, listening) -> None:
+    def __init__(self, config: uvicorn.Config, drain, stopped, listening, end_streams=lambda: None) -> None:
         super().__init__(config)
+        self._end_streams = end_streams
         self._drain = drain
         self._stopped = stopped
         self._listening = listening
@@ -178,6 +180,7 @@ class DrainingServer(uvicorn.Server):
             self._listening()
 
     async def shutdown(self, sockets=None) -> None:
+        self._end_streams()  # open tabs' heartbeats would hold the shutdown for its whole timeout
         await super().shutdown(sockets=sockets)
         self._drain()  # no-op when already drained
         self._stopped()

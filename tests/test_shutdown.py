@@ -57,6 +57,39 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
         app.stop()
 
 
+def test_open_tab_does_not_hold_the_shutdown(tmp_path, monkeypatch):
+    """Each open tab keeps a heartbeat stream open. uvicorn used to wait its whole graceful-shutdown
+    timeout for it and then log "Cancel 1 running task(s)" and a CancelledError traceback; now the
+    streams are ended after the drain, as Gradio's own close() does."""
+    import httpx
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+
+        def hold_heartbeat():
+            try:
+                with httpx.stream("GET", app.url + "gradio_api/heartbeat/opentab", timeout=60) as r:
+                    for _ in r.iter_lines():
+                        pass
+            except httpx.HTTPError:
+                pass
+
+        tab = threading.Thread(target=hold_heartbeat, daemon=True)
+        tab.start()
+        time.sleep(1.0)
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(timeout=30)
+        log = app.log_path.read_text()
+        assert "timeout graceful shutdown exceeded" not in log and "Traceback" not in log, log[-3000:]
+        assert "stopped: the worker has ended" in log.splitlines()[-1]
+        tab.join(5)
+        assert not tab.is_alive(), "the heartbeat stream was not ended"
+    finally:
+        app.stop()
+
+
 def test_sigint_to_run_sh_alone_drains_and_exits(tmp_path):
     """A process manager that sends SIGINT only to ``./run.sh`` (not to its process group, as a
     terminal's Ctrl-C does) used to leave the app serving; the script now passes it on."""
