@@ -94,6 +94,11 @@ def test_default_settings_warn_about_nothing(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_too_short_start_timeout_names_the_flag():
+    code, out, _ = _run_app("--port", str(free_port()), "--worker-start-timeout", "0.3")
+    assert code == 2 and "within 0.3 s (--worker-start-timeout" in out, out[-2000:]
+
+
 def test_port_in_use_is_refused_before_the_model_loads():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

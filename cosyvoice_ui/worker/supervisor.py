@@ -571,7 +571,9 @@ class Supervisor:
             self._kill(w)
             with self._lock:
                 self._last_error = (f"The worker exited while loading the model (exit code {code})"
-                                    if code is not None else "The worker did not finish loading in time")
+                                    if code is not None else
+                                    f"The worker did not finish loading the model within {self.start_timeout_s:g} s "
+                                    "(--worker-start-timeout; a large model on a slow disk needs more)")
             log.error("%s; attempt %d of 3", self._last_error, attempt + 1)
             time.sleep(min(2.0 * (attempt + 1), 5.0))
         with self._lock:
