@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 
 import uvicorn
 
@@ -73,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _return_freed_memory()
     _own_gradio_temp_folder()
+    # Gradio 6.17 (the version requirements-cosyvoice.txt installs) names a status constant that
+    # current Starlette deprecates; the warning was printed on requests and means nothing to a user.
+    warnings.filterwarnings("ignore", message=".*HTTP_422_UNPROCESSABLE_ENTITY")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("cosyvoice_ui")
 

@@ -7,7 +7,8 @@ named event. A client with two ``/synthesize`` jobs that cancelled one lost the 
 request ran to the end in the worker, but the result never reached the client, which waited
 forever (fourth newcomer session).
 
-Here the caller must pass Gradio's login check (``--auth``), then the named event's own task is
+Here the caller must pass Gradio's login check (``--auth``; Gradio's /cancel checks none: in the
+fifth newcomer session a cancel without credentials ended another user's job), then the named event's own task is
 cancelled (Gradio names it
 ``"{session_hash}_{fn_index}<gradio-sep>{event_id}"``), then the request goes on to Gradio
 with an ``fn_index`` that matches no task, so the rest of Gradio's handler (dequeue the event if
@@ -43,7 +44,7 @@ class PreciseCancel:
         except (ValueError, TypeError, KeyError):
             payload = None  # Gradio answers a malformed body (422)
         if payload is not None:
-            if not await self._logged_in(scope):
+            if not await logged_in(self.app, scope, "/gradio_api/cancel"):
                 await _answer(send, 401, b'{"detail":"Not authenticated"}')
                 return
             cancelled = await cancel_task_named(task_name)
@@ -51,25 +52,30 @@ class PreciseCancel:
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
         await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
 
-    async def _logged_in(self, scope) -> bool:
-        """Gradio's own ``GET /gradio_api/login_check`` with this request's cookies: 200 when
-        ``--auth`` is off or the caller is logged in. Gradio's /cancel checks no login at all
-        (fifth newcomer session: a cancel without credentials ended another user's job)."""
-        prefix = scope["path"][: -len("/gradio_api/cancel")]
-        path = prefix + "/gradio_api/login_check"
-        check = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
-        status = 0
+async def logged_in(app, scope, route: str) -> bool:
+    """Gradio's own ``GET /gradio_api/login_check``, asked with this request's cookies: True when
+    ``--auth`` is off or the caller is logged in.
 
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
+    Args:
+        app: the ASGI app below the middleware (Gradio mounted in it).
+        scope: the ASGI scope of the request being checked.
+        route: the Gradio route the request's path ends in (``/gradio_api/cancel``), so the login
+            check is asked under the same mount prefix.
+    """
+    path = scope["path"][: scope["path"].rfind(route)] + "/gradio_api/login_check"
+    check = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
+    status = 0
 
-        async def send(message):
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
 
-        await self.app(check, receive, send)
-        return status == 200
+    async def send(message):
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(check, receive, send)
+    return status == 200
 
 
 async def cancel_task_named(name: str) -> int:

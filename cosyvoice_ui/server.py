@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .http_errors import QuietRequestErrors
+from .login_required import LoginRequired
 from .precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
@@ -37,6 +38,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
+    app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)
 
     def token_ok(request: fastapi.Request) -> bool:

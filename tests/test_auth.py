@@ -38,10 +38,15 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         assert _status(app.url + "healthz", "tok", scheme="Basic") == 401
         assert _status(app.url + "metrics") == 401 and _status(app.url + "metrics", "tok") == 200
         # Nothing that describes the API is readable without the login.
-        for path in ("openapi.json", "gradio_api/openapi.json", "gradio_api/info", "config"):
+        for path in ("openapi.json", "gradio_api/openapi.json", "gradio_api/info", "config", "gradio_api/heartbeat/anysession"):
             assert _status(app.url + path) in (401, 404), path
         with pytest.raises(Exception):
             Client(app.url, verbose=False).predict(api_name="/restart")
+        # The page's heartbeat stream needs the login too (Gradio's own route checks none).
+        with httpx.Client(base_url=app.url, timeout=10) as browser:
+            assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200
+            with browser.stream("GET", "gradio_api/heartbeat/mysession") as r:
+                assert r.status_code == 200
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/restart")["new_pid"]
         assert client.predict(text="hello", api_name="/synthesize")[1]["audio_s"] > 0

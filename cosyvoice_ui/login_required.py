@@ -1,0 +1,30 @@
+"""ASGI middleware: Gradio routes that skip the login under ``--auth`` ask for it here.
+
+``GET /gradio_api/heartbeat/{session_hash}`` checks no login in Gradio. It holds a stream open for
+anyone (eleventh newcomer session), and when it closes Gradio ends that session: unload
+events, session caches, pending streams. With ``--auth`` on, only a logged-in caller may open it;
+the page's own heartbeat sends the login cookie. ``/gradio_api/cancel`` gets the same check in
+:mod:`.precise_cancel`.
+"""
+
+from __future__ import annotations
+
+from .precise_cancel import logged_in
+
+_HEARTBEAT = "/gradio_api/heartbeat/"
+
+
+class LoginRequired:
+    """Pure ASGI middleware; other requests pass through untouched."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if _HEARTBEAT in path and not await logged_in(self.app, scope, path[path.rfind(_HEARTBEAT):]):
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"detail":"Not authenticated"}'})
+            return
+        await self.app(scope, receive, send)
