@@ -92,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if settings.stream:  # before the model loads, like every configuration error
+        from cosyvoice_ui.ui.ffmpeg import ensure_ffmpeg_on_path
+
+        try:
+            log.info("--stream: audio chunks are encoded with %s", ensure_ffmpeg_on_path())
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     supervisor = Supervisor(
         settings.engine, settings.device, settings.fp16, max_queue=settings.max_queue,
         request_timeout_s=settings.request_timeout_s, restart_grace_s=settings.restart_grace_s,
@@ -115,10 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         return 2
-    if settings.stream:
-        from cosyvoice_ui.ui.ffmpeg import ensure_ffmpeg_on_path
-
-        log.info("--stream: audio chunks are encoded with %s", ensure_ffmpeg_on_path())
     app = build_app(settings, supervisor, monitor)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the app is reachable from the network%s%s", settings.host,

@@ -23,12 +23,25 @@ def remove_private_ffmpeg() -> None:
         shutil.rmtree(_folders.pop(), ignore_errors=True)
 
 
+def _check_ffprobe() -> None:
+    # Gradio before 6.31 (6.17 is what requirements-cosyvoice.txt installs, see the README) reads
+    # each streamed chunk with pydub, which runs ffprobe; the imageio-ffmpeg wheel has none, and
+    # without it every streamed request failed in Gradio's queue and the page waited for ever.
+    import gradio as gr
+
+    if hasattr(gr.Audio, "_convert_to_adts") and not shutil.which("ffprobe"):
+        raise RuntimeError(f"--stream with Gradio {gr.__version__} needs ffprobe on PATH, which the imageio-ffmpeg "
+                           "wheel does not carry: install ffmpeg (apt install ffmpeg), or run without --stream")
+
+
 def ensure_ffmpeg_on_path() -> str:
     """Return the ``ffmpeg`` Gradio will run, providing one when ``PATH`` has none.
 
     Raises:
-        RuntimeError: no ffmpeg on ``PATH`` and ``imageio-ffmpeg`` is not installed.
+        RuntimeError: no ffmpeg on ``PATH`` and ``imageio-ffmpeg`` is not installed; or this
+            Gradio also needs ``ffprobe`` and ``PATH`` has none.
     """
+    _check_ffprobe()
     found = shutil.which("ffmpeg")
     if found:
         return found
