@@ -48,6 +48,7 @@ def _own_gradio_temp_folder() -> None:
 def _cannot_listen(host: str, port: int) -> str | None:
     """Why the server could not listen on ``host:port`` (a bad address, a port in use), found by
     binding a socket the way uvicorn will (SO_REUSEADDR), or ``None`` when it can."""
+    import errno
     import socket
 
     try:
@@ -59,6 +60,9 @@ def _cannot_listen(host: str, port: int) -> str | None:
         try:
             s.bind(address)
         except OSError as e:
+            if e.errno == errno.EADDRNOTAVAIL:
+                return (f"cannot listen on {host}:{port} ({e.strerror}): this machine has no such address. "
+                        "Use --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every network).")
             return (f"cannot listen on {host}:{port} ({e.strerror}). Is another copy running there? "
                     f"Choose a free --port.")
     return None

@@ -96,12 +96,14 @@ def test_wrong_value_is_named_and_logged_in_one_line(app, values, fragments):
     assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
 
 
-def test_too_few_values_are_named(app):
+@pytest.mark.parametrize("values", [[TEXT], [TEXT, None, "", "", 1.0, -1, None, 5, 6, 7]], ids=["1", "10"])
+def test_wrong_number_of_values_is_named(app, values):
+    """Too few values, or too many (Gradio dropped the extra ones silently and synthesized)."""
     log = LogWatch(app)
-    event_id = gh.start_call(app.url, "synthesize", [TEXT])
+    event_id = gh.start_call(app.url, "synthesize", values)
     with gh.open_result_stream(app.url, "synthesize", event_id, 30) as r:
         event, data = gh.parse_sse(r.read().decode())
-    assert event == "error" and "takes 7 values" in data and "prompt_audio" in data, data
+    assert event == "error" and "takes 7 values" in data and f"got {len(values)}" in data, data
     lines = log.new_lines()
     assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
 

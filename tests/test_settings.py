@@ -113,3 +113,9 @@ def test_unknown_host_is_refused_before_the_model_loads():
     code, out, _ = _run_app("--host", "999.1.1.1", "--port", str(free_port()))
     assert code == 2 and "--host '999.1.1.1' is not an address" in out, out
     assert "worker started" not in out and "reachable from the network" not in out, out
+
+
+def test_address_of_another_machine_is_refused_with_the_right_advice():
+    # 192.0.2.1: TEST-NET-1 (RFC 5737), on no machine's interfaces.
+    code, out, _ = _run_app("--host", "192.0.2.1", "--port", str(free_port()))
+    assert code == 2 and "this machine has no such address" in out and "another copy" not in out, out

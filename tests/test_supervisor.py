@@ -185,6 +185,23 @@ def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, mon
     assert sup.status()["state"] == "stopped"
 
 
+def test_request_whose_worker_dies_during_a_stop_is_told_it_was_interrupted(tmp_path, monkeypatch):
+    """It had run for seconds: "shut down before this request ran" was wrong (twelfth newcomer session)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=10, heartbeat_interval_s=0.2).start()
+    assert sup.wait_ready(60)
+    running = sup.submit(SynthesisRequest(text="sleep:5 running while we stop"))
+    while sup.status()["in_flight"] is None:
+        time.sleep(0.01)
+    stopper = threading.Thread(target=sup.stop)
+    stopper.start()
+    time.sleep(0.5)
+    os.kill(sup.worker_pid, signal.SIGKILL)
+    with pytest.raises(Exception, match="shut down while this request ran.*may be sent again"):
+        running.result(timeout=30)
+    stopper.join(30)
+
+
 def test_five_restarts_new_pids_and_flat_web_memory(embedded_supervisor):
     embedded_supervisor.synthesize(SynthesisRequest(text="Warm up before measuring."))
     me = psutil.Process()

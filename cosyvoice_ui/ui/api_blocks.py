@@ -49,6 +49,7 @@ class ApiBlocks(gr.Blocks):
 
     async def preprocess_data(self, block_fn, inputs, *args, **kwargs):
         try:
+            _refuse_extra_values(block_fn, inputs)
             _refuse_urls(block_fn, inputs)
             return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
         except gr.Error as e:
@@ -110,6 +111,15 @@ def describe_payload_error(block_fn, inputs: list, error: Exception) -> str:
         shown = _short(inputs[bad]) if bad is not None else ""
         return f"The {name} must be a file object, not {shown}; {_FILE_HINT}."
     return f"{event} could not read its inputs ({_short(str(error), 160)}); check each parameter's type."
+
+
+def _refuse_extra_values(block_fn, inputs: list) -> None:
+    # Gradio drops values beyond the event's inputs without a word; a caller who sends more
+    # has the order wrong, and would get a synthesis of something else than meant.
+    names = parameter_names(block_fn)
+    if len(inputs) > len(names):
+        event = f"/{block_fn.api_name}" if block_fn.api_name else "this event"
+        raise PayloadError(f"{event} takes {len(names)} values ({', '.join(names)}); got {len(inputs)}.")
 
 
 def _refuse_urls(block_fn, inputs: list) -> None:

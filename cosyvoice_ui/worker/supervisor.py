@@ -835,7 +835,9 @@ class Supervisor:
             jobs = list(self._pending)
             self._pending.clear()
         for j in jobs:  # every request leaves a ledger record, also one turned away by a shutdown
-            message = "The application shut down before this request ran. It may be sent again once the server is back."
+            # attempts: a request that had started is back in the queue after its worker died.
+            message = (f"The application shut down {'while this request ran' if j.attempts else 'before this request ran'}. "
+                       "It may be sent again once the server is back.")
             self._record(j, "shutdown", error=message)
             _fail(j, ServiceStopping(message))
 
