@@ -202,6 +202,44 @@ def test_request_whose_worker_dies_during_a_stop_is_told_it_was_interrupted(tmp_
     stopper.join(30)
 
 
+def test_worker_lost_while_loading_is_counted(tmp_path, monkeypatch):
+    """A worker killed while it loads is retried, and counted: /metrics showed no restart at all."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "3")
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2).start()
+    try:
+        deadline = time.monotonic() + 30
+        while sup.worker_pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(sup.worker_pid, signal.SIGKILL)
+        assert sup.wait_ready(60), sup.status()
+        assert sup.status()["restarts_by_reason"] == {"load_crash": 1}, sup.status()
+    finally:
+        sup.stop(grace_s=1)
+
+
+def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_path, monkeypatch):
+    """Restart waits for the running request; if the worker dies meanwhile, the replacement is the
+    fresh worker asked for, not one more reload right after it."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=20, heartbeat_interval_s=0.2).start()
+    try:
+        assert sup.wait_ready(60)
+        running = sup.submit(SynthesisRequest(text="sleep:3 running when Restart is pressed"))
+        while sup.status()["in_flight"] is None:
+            time.sleep(0.01)
+        old = sup.worker_pid
+        restart = sup.restart(wait=False)
+        time.sleep(0.5)
+        os.kill(old, signal.SIGKILL)
+        report = restart.result(timeout=60)
+        assert report.old_pid == old and report.new_pid == sup.worker_pid, (report, sup.worker_pid)
+        assert running.result(timeout=30)[1].pid == report.new_pid  # ran again on it
+        assert sup.status()["restarts_by_reason"] == {"crash": 1}, sup.status()
+    finally:
+        sup.stop(grace_s=1)
+
+
 def test_five_restarts_new_pids_and_flat_web_memory(embedded_supervisor):
     embedded_supervisor.synthesize(SynthesisRequest(text="Warm up before measuring."))
     me = psutil.Process()

@@ -570,6 +570,8 @@ class Supervisor:
             code = w.process.exitcode
             self._kill(w)
             with self._lock:
+                # Counted like any lost worker, so /metrics shows workers dying at load time too.
+                self._restarts["load_crash" if code is not None else "load_timeout"] += 1
                 self._last_error = (f"The worker exited while loading the model (exit code {code})"
                                     if code is not None else
                                     f"The worker did not finish loading the model within {self.start_timeout_s:g} s "
@@ -745,7 +747,7 @@ class Supervisor:
         _fail(job, RequestTimedOut(
             f"The request took longer than its {job.timeout_s:.0f} s deadline, so the worker was restarted. "
             "Try a shorter text; you may send it again."))
-        self._replace_worker("timeout")
+        self._serve_waiting_restarts(self._replace_worker("timeout"))
 
     def _handle_death(self, job: _Job | None, silent_s: float | None = None) -> None:
         """Replace a dead worker, or (``silent_s``: seconds without a heartbeat) a hung one, which
@@ -783,7 +785,20 @@ class Supervisor:
                 with self._lock:
                     self._pending.appendleft(job)  # run again, first, on the new worker
         self._kill(w)
-        self._replace_worker(reason)
+        self._serve_waiting_restarts(self._replace_worker(reason))
+
+    def _serve_waiting_restarts(self, report: RestartReport) -> None:
+        # A Restart pressed while the running request finished (within --restart-grace) is
+        # served by a replacement the worker's death forced meanwhile: the new worker is as fresh
+        # as the restart would make it, and replacing it again at once only reloaded the model
+        # (twelfth newcomer session).
+        if report.new_pid is None:
+            return
+        with self._lock:
+            waiters, self._restart_waiters = self._restart_waiters, []
+        for _, f in waiters:
+            if not f.done():
+                f.set_result(report)
 
     def _replace_worker(self, reason: str) -> RestartReport:
         """Kill the current worker (if alive) and start a new one. Callers count the restart."""
