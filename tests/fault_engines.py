@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import time
 
 import numpy as np
@@ -42,6 +43,19 @@ class FaultEngine(Engine):
         m = re.search(r"sleep:([0-9.]+)", text)
         if m:
             time.sleep(float(m.group(1)))
+        m = re.search(r"hold-gil:([0-9.]+)", text)
+        if m:
+            # Like a long C call that keeps the GIL (WORLD analysis on a loaded host): the
+            # process computes, but its heartbeat thread cannot run.
+            hold_s = float(m.group(1))
+            before = sys.getswitchinterval()
+            sys.setswitchinterval(hold_s + 5)  # no other thread is given the GIL meanwhile
+            end = time.monotonic() + hold_s
+            try:
+                while time.monotonic() < end:
+                    pass
+            finally:
+                sys.setswitchinterval(before)
         if "crash-once" in text:
             marker = os.path.join(os.environ["FAULT_ENGINE_DIR"], "crashed-" + re.sub(r"\W", "_", text)[:80])
             if not os.path.exists(marker):

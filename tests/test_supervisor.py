@@ -240,6 +240,16 @@ def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_p
         sup.stop(grace_s=1)
 
 
+def test_worker_computing_without_heartbeats_is_not_taken_as_hung(fault_supervisor):
+    """A C call holding the GIL silences the heartbeat thread while the worker computes; it was
+    killed as hung after 10 s on a loaded host. A silent worker that uses CPU is busy, not hung."""
+    pid = fault_supervisor.worker_pid
+    started = time.monotonic()
+    out, stats = fault_supervisor.submit(SynthesisRequest(text="hold-gil:12 computing")).result(timeout=60)
+    assert time.monotonic() - started > 11  # the heartbeat really was silent past its 10 s timeout
+    assert stats.pid == pid and not fault_supervisor.status()["restarts_by_reason"], fault_supervisor.status()
+
+
 def test_five_restarts_new_pids_and_flat_web_memory(embedded_supervisor):
     embedded_supervisor.synthesize(SynthesisRequest(text="Warm up before measuring."))
     me = psutil.Process()

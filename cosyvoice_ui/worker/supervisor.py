@@ -30,6 +30,7 @@ import uuid
 from typing import Callable
 
 import numpy as np
+import psutil
 
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..engines.long_text import SegmentJoiner
@@ -46,6 +47,9 @@ STARTING, READY, BUSY, RESTARTING, CRASHED, FAILED, STOPPING, STOPPED, UNLOADED 
     "loading", "ready", "busy", "restarting", "crashed", "failed", "stopping", "stopped", "unloaded")
 HEALTHY_STATES = (READY, BUSY, UNLOADED)  # unloaded: idle by design, loads on the next request
 MAX_CRASHES_PER_REQUEST = 2
+# A silent worker that used at least this share of one core since its last heartbeat is computing.
+_WORKING_CPU_SHARE = 0.05
+_MAX_SILENCE_FACTOR = 6
 _POLL_S = 0.1
 # Inherited by every spawned worker (glibc reads them at process start). A fixed mmap threshold
 # stops glibc from raising it after each large free, so big activation buffers keep coming from
@@ -82,6 +86,7 @@ class _Worker:
     ready: msg.Ready | None = None
     load_failed: str | None = None
     last_heartbeat_at: float = 0.0
+    cpu_s_at_heartbeat: float | None = None  # the process's CPU time (user + system) then
     memory: msg.MemorySnapshot | None = None
 
 
@@ -418,8 +423,21 @@ class Supervisor:
         return not self._silent_unlocked(w)
 
     def _silent_unlocked(self, w) -> bool:
-        return bool(w.ready and w.last_heartbeat_at
-                    and time.monotonic() - w.last_heartbeat_at > self.heartbeat_timeout_s)
+        """Hung: no heartbeat for ``heartbeat_timeout_s`` and no CPU used meanwhile (stopped, or
+        stuck waiting in a driver call). A worker that computes through the silence is busy, not
+        hung: a C call that holds the GIL (WORLD analysis) on a loaded host kept the heartbeat
+        thread from running for 10.5 s, and a healthy worker was killed (thirteenth newcomer
+        session). The request deadline still bounds that; past ``_MAX_SILENCE_FACTOR`` times the
+        timeout, silence alone counts."""
+        if not (w.ready and w.last_heartbeat_at):
+            return False
+        silent_s = time.monotonic() - w.last_heartbeat_at
+        if silent_s <= self.heartbeat_timeout_s:
+            return False
+        if silent_s > _MAX_SILENCE_FACTOR * self.heartbeat_timeout_s or w.cpu_s_at_heartbeat is None:
+            return True
+        cpu_s = _cpu_seconds(w.process.pid)
+        return cpu_s is None or cpu_s - w.cpu_s_at_heartbeat < _WORKING_CPU_SHARE * silent_s
 
     def _silent(self, w) -> bool:
         with self._lock:
@@ -487,12 +505,14 @@ class Supervisor:
         """Apply a message from the worker to the state; return it if the caller must act."""
         if isinstance(m, msg.Heartbeat):
             w.last_heartbeat_at = time.monotonic()
+            w.cpu_s_at_heartbeat = _cpu_seconds(w.process.pid)
             w.memory = m.memory
             return None
         if isinstance(m, msg.Ready):
             w.ready = m
             w.memory = m.memory
             w.last_heartbeat_at = time.monotonic()
+            w.cpu_s_at_heartbeat = _cpu_seconds(w.process.pid)
             return m
         if isinstance(m, msg.LoadFailed):
             w.load_failed = m.error
@@ -638,7 +658,7 @@ class Supervisor:
             if now > deadline:
                 self._timeout(job)
                 return
-            if now - w.last_heartbeat_at > self.heartbeat_timeout_s:
+            if self._silent(w):
                 self._handle_death(job, silent_s=now - w.last_heartbeat_at)
                 return
             with self._lock:
@@ -896,6 +916,15 @@ def _send_quietly(conn, message) -> None:
         conn.send(message)
     except (OSError, EOFError, ValueError):
         pass  # the worker died (or was killed); the dispatcher's checks say so
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of ``pid`` in seconds, ``None`` if it is gone."""
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except (psutil.Error, OSError):
+        return None
+    return t.user + t.system
 
 
 def _fail(job: _Job, error: Exception) -> None:
