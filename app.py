@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                                             timeout_graceful_shutdown=5), drain, stopped, listening,
-                            end_streams=lambda: end_streams(app))
+                            end_streams=lambda: end_streams(app), abort=supervisor.kill_worker)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -177,9 +177,12 @@ class DrainingServer(uvicorn.Server):
     says "terminated by SIGTERM"), and nothing after ``run()`` executes: ``stopped`` is called at
     the end of the shutdown instead, so the log always ends with a "stopped" line."""
 
-    def __init__(self, config: uvicorn.Config, drain, stopped, listening, end_streams=lambda: None) -> None:
+    def __init__(self, config: uvicorn.Config, drain, stopped, listening, end_streams=lambda: None,
+                 abort=lambda: None) -> None:
         super().__init__(config)
         self._end_streams = end_streams
+        self._abort = abort
+        self._exit_lock = threading.Lock()
         self._drain = drain
         self._stopped = stopped
         self._listening = listening
@@ -203,16 +206,34 @@ class DrainingServer(uvicorn.Server):
             # SIGTERM often arrives twice (to the process group and forwarded by run.sh): only a
             # second Ctrl-C means "exit now".
             if sig == signal.SIGINT:
-                return super().handle_exit(sig, frame)
+                threading.Thread(target=self._exit_now, args=(sig, frame), name="exit-now", daemon=True).start()
             return None
         self._draining = True
 
         def drain_then_exit() -> None:
             self._drain()
             time.sleep(1.0)  # let the last answers leave before connections close
-            super(DrainingServer, self).handle_exit(sig, frame)
+            self._request_exit(sig, frame)
 
         threading.Thread(target=drain_then_exit, name="drain", daemon=True).start()
+
+    def _exit_now(self, sig, frame) -> None:
+        # A second Ctrl-C waited for the running request anyway (uvicorn only set should_exit),
+        # then logged a CancelledError traceback (thirteenth newcomer session). Ending the worker
+        # fails that request at once ("shut down while this request ran"); half a second lets
+        # the answer leave, then uvicorn is told to exit.
+        self._abort()
+        time.sleep(0.5)
+        self._request_exit(sig, frame)
+
+    def _request_exit(self, sig, frame) -> None:
+        # uvicorn raises every signal it captured again once it has stopped; a SIGINT captured
+        # twice made asyncio's runner raise KeyboardInterrupt with a traceback. Capture it once.
+        # (Nor uvicorn's force_exit: it skips the lifespan shutdown, whose cancelled task then
+        # logged a traceback; with the worker gone, the connections close by themselves.)
+        with self._exit_lock:
+            if not self.should_exit:
+                super().handle_exit(sig, frame)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,44 @@ def test_open_tab_does_not_hold_the_shutdown(tmp_path, monkeypatch):
         app.stop()
 
 
+def test_second_ctrl_c_exits_at_once(tmp_path, monkeypatch):
+    """The first Ctrl-C drains (here with a minute of grace for a long request); a second one
+    exits at once, failing the running request with a retry hint. It used to wait for the request
+    anyway and end in a CancelledError traceback (thirteenth newcomer session: 11-13 s)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-grace", "60")
+    try:
+        app.wait_healthy()
+        result: dict = {}
+
+        def call():
+            try:
+                result["value"] = Client(app.url, verbose=False).predict(text="sleep:40 a long one",
+                                                                         api_name="/synthesize")
+            except Exception as e:  # noqa: BLE001
+                result["value"] = e
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        time.sleep(2.0)
+        children = psutil.Process(app.proc.pid).children(recursive=True)
+        app.proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        app.proc.send_signal(signal.SIGINT)
+        app.proc.wait(timeout=30)
+        exit_s = time.monotonic() - t0
+        log = app.log_path.read_text()
+        assert exit_s < 5, f"the second Ctrl-C took {exit_s:.1f} s"
+        assert "Traceback" not in log and "timeout graceful shutdown exceeded" not in log, log[-3000:]
+        time.sleep(0.5)
+        assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        caller.join(10)
+        assert isinstance(result.get("value"), Exception) and "while this request ran" in str(result["value"]), result
+    finally:
+        app.stop()
+
+
 def test_sigint_to_run_sh_alone_drains_and_exits(tmp_path):
     """A process manager that sends SIGINT only to ``./run.sh`` (not to its process group, as a
     terminal's Ctrl-C does) used to leave the app serving; the script now passes it on."""

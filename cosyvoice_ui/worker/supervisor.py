@@ -340,7 +340,7 @@ class Supervisor:
         self._turn_away_pending()
         if self._thread.is_alive():
             self._thread.join(timeout=(self._grace_on_stop + 15))
-        self._kill_worker()  # belt and braces if the dispatcher could not finish
+        self.kill_worker()  # belt and braces if the dispatcher could not finish
 
     # -- dispatcher thread ---------------------------------------------------------------
 
@@ -613,7 +613,10 @@ class Supervisor:
         except OSError:
             pass
 
-    def _kill_worker(self) -> None:
+    def kill_worker(self) -> None:
+        """End the worker process at once (SIGKILL), for "exit now" during a stop: its request
+        then fails with :class:`ServiceStopping` (a request is not run again while stopping).
+        Outside a stop, the worker is replaced as after a crash."""
         with self._lock:
             w = self._worker
         self._kill(w)
