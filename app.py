@@ -150,12 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         log.info("stopped: the worker has ended; exiting")
 
     def listening() -> None:
-        log.info("ready: open http://%s:%d in a browser",
-                 "127.0.0.1" if settings.host == "0.0.0.0" else settings.host, settings.port)
+        host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(settings.host, settings.host)
+        log.info("ready: open http://%s:%d in a browser", f"[{host}]" if ":" in host and not host.startswith("[") else host,
+                 settings.port)
 
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                                             timeout_graceful_shutdown=5), drain, stopped, listening,
-                            end_streams=lambda: end_streams(app), abort=supervisor.kill_worker)
+                            end_streams=lambda: end_streams(app),
+                            abort=lambda: supervisor.kill_worker("ended by the app on a second Ctrl-C"))
     try:
         server.run()
     except KeyboardInterrupt:

@@ -120,6 +120,7 @@ def test_second_ctrl_c_exits_at_once(tmp_path, monkeypatch):
         log = app.log_path.read_text()
         assert exit_s < 5, f"the second Ctrl-C took {exit_s:.1f} s"
         assert "Traceback" not in log and "timeout graceful shutdown exceeded" not in log, log[-3000:]
+        assert "ended by the app on a second Ctrl-C" in log and "out-of-memory" not in log, log[-3000:]
         time.sleep(0.5)
         assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
         caller.join(10)

@@ -218,6 +218,38 @@ def test_worker_lost_while_loading_is_counted(tmp_path, monkeypatch):
         sup.stop(grace_s=1)
 
 
+def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
+    """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "30")
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, start_timeout_s=120).start()
+    try:
+        deadline = time.monotonic() + 30
+        while sup.status()["heartbeat_age_s"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the worker is loading and its heartbeat has started
+        stopped = sup.worker_pid
+        os.kill(stopped, signal.SIGSTOP)
+        deadline = time.monotonic() + 25
+        while sup.worker_pid in (stopped, None) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sup.worker_pid not in (stopped, None), "the stopped worker was not replaced"
+        assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
+    finally:
+        sup.stop(grace_s=1)
+
+
+def test_restart_cut_short_by_a_stop_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "3")
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2).start()
+    assert sup.wait_ready(60)
+    restart = sup.restart(wait=False)
+    time.sleep(1.0)  # the new worker is loading
+    sup.stop(grace_s=1)
+    report = restart.result(timeout=30)
+    assert report.new_pid is None and "shutting down" in (report.error or ""), report
+
+
 def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_path, monkeypatch):
     """Restart waits for the running request; if the worker dies meanwhile, the replacement is the
     fresh worker asked for, not one more reload right after it."""

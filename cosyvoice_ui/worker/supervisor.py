@@ -87,6 +87,7 @@ class _Worker:
     load_failed: str | None = None
     last_heartbeat_at: float = 0.0
     cpu_s_at_heartbeat: float | None = None  # the process's CPU time (user + system) then
+    killed_because: str | None = None  # set when the app itself ends the worker
     memory: msg.MemorySnapshot | None = None
 
 
@@ -340,7 +341,7 @@ class Supervisor:
         self._turn_away_pending()
         if self._thread.is_alive():
             self._thread.join(timeout=(self._grace_on_stop + 15))
-        self.kill_worker()  # belt and braces if the dispatcher could not finish
+        self.kill_worker("ended by the app at the end of a stop")  # if the dispatcher could not finish
 
     # -- dispatcher thread ---------------------------------------------------------------
 
@@ -438,6 +439,17 @@ class Supervisor:
             return True
         cpu_s = _cpu_seconds(w.process.pid)
         return cpu_s is None or cpu_s - w.cpu_s_at_heartbeat < _WORKING_CPU_SHARE * silent_s
+
+    def _stopped_while_loading(self, w) -> bool:
+        # Loading may keep the heartbeat silent for long (a TensorRT build holding the GIL, a
+        # slow disk), so only a process the kernel has stopped is given up on before
+        # --worker-start-timeout; it waited the whole 180 s (fourteenth newcomer session).
+        if not w.last_heartbeat_at or time.monotonic() - w.last_heartbeat_at <= self.heartbeat_timeout_s:
+            return False
+        try:
+            return psutil.Process(w.process.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        except (psutil.Error, OSError):
+            return False
 
     def _silent(self, w) -> bool:
         with self._lock:
@@ -584,16 +596,19 @@ class Supervisor:
                         return False
                 if not w.process.is_alive():
                     break
+                if self._stopped_while_loading(w):
+                    break
                 with self._lock:
                     if self._stopping:
                         return False
             code = w.process.exitcode
+            stopped = code is None and self._stopped_while_loading(w)
             self._kill(w)
             with self._lock:
                 # Counted like any lost worker, so /metrics shows workers dying at load time too.
-                self._restarts["load_crash" if code is not None else "load_timeout"] += 1
-                self._last_error = (f"The worker exited while loading the model (exit code {code})"
-                                    if code is not None else
+                self._restarts["load_crash" if code is not None else "load_hung" if stopped else "load_timeout"] += 1
+                self._last_error = (f"The worker exited while loading the model (exit code {code})" if code is not None
+                                    else "The worker was stopped (SIGSTOP) while loading the model" if stopped else
                                     f"The worker did not finish loading the model within {self.start_timeout_s:g} s "
                                     "(--worker-start-timeout; a large model on a slow disk needs more)")
             log.error("%s; attempt %d of 3", self._last_error, attempt + 1)
@@ -613,12 +628,14 @@ class Supervisor:
         except OSError:
             pass
 
-    def kill_worker(self) -> None:
+    def kill_worker(self, because: str = "ended by the app") -> None:
         """End the worker process at once (SIGKILL), for "exit now" during a stop: its request
         then fails with :class:`ServiceStopping` (a request is not run again while stopping).
         Outside a stop, the worker is replaced as after a crash."""
         with self._lock:
             w = self._worker
+            if w is not None:
+                w.killed_because = because  # logged instead of "SIGKILL - perhaps the out-of-memory killer"
         self._kill(w)
 
     def _run_job(self, job: _Job) -> None:
@@ -793,7 +810,7 @@ class Supervisor:
         else:
             if w is not None:
                 w.process.join(timeout=5)
-            how = _describe_exit(w.process.exitcode if w else None)
+            how = (w.killed_because if w and w.killed_because else None) or _describe_exit(w.process.exitcode if w else None)
             log.error("worker %s died (%s)%s", w.process.pid if w else None, how, during if job else "")
             with self._lock:
                 self._last_error = f"The worker died ({how})."
@@ -838,7 +855,8 @@ class Supervisor:
                 new_pid=new.process.pid if (new and ok) else None,
                 duration_s=time.monotonic() - t0, memory_before=before,
                 memory_after=new.memory if (new and ok) else None,
-                error=None if ok else self._last_error)
+                error=None if ok else (self._last_error or ("The application is shutting down; no new worker was started."
+                                                             if self._stopping else "No new worker was started.")))
             self._last_restart = report
         return report
 
