@@ -18,6 +18,14 @@ from cosyvoice_ui.worker.supervisor import Supervisor
 FAULT = "tests.fault_engines:FaultEngine"
 
 
+def _wait_until(predicate, timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; returns its last value."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return bool(predicate())
+
+
 @pytest.fixture
 def fault_supervisor(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
@@ -54,9 +62,7 @@ def test_sigkill_mid_request_still_completes(embedded_supervisor):
     text = ("This sentence is long enough that the worker is still busy with it when it is killed, "
             "and it has to be run again on a fresh worker.")
     future = embedded_supervisor.submit(SynthesisRequest(text=text))
-    deadline = time.monotonic() + 10
-    while embedded_supervisor.status()["in_flight"] is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _wait_until(lambda: embedded_supervisor.status()["in_flight"] is not None, 10, poll_s=0.01)
     time.sleep(0.05)
     os.kill(old_pid, signal.SIGKILL)
     output, stats = future.result(timeout=120)
@@ -208,9 +214,7 @@ def test_worker_lost_while_loading_is_counted(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "3")
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2).start()
     try:
-        deadline = time.monotonic() + 30
-        while sup.worker_pid is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_until(lambda: sup.worker_pid is not None, 30)
         os.kill(sup.worker_pid, signal.SIGKILL)
         assert sup.wait_ready(60), sup.status()
         assert sup.status()["restarts_by_reason"] == {"load_crash": 1}, sup.status()
@@ -224,15 +228,11 @@ def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_p
     monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "30")
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, start_timeout_s=120).start()
     try:
-        deadline = time.monotonic() + 30
-        while sup.status()["heartbeat_age_s"] is None and time.monotonic() < deadline:
-            time.sleep(0.1)  # the worker is loading and its heartbeat has started
+        # The worker is loading and its heartbeat has started.
+        _wait_until(lambda: sup.status()["heartbeat_age_s"] is not None, 30)
         stopped = sup.worker_pid
         os.kill(stopped, signal.SIGSTOP)
-        deadline = time.monotonic() + 25
-        while sup.worker_pid in (stopped, None) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert sup.worker_pid not in (stopped, None), "the stopped worker was not replaced"
+        assert _wait_until(lambda: sup.worker_pid not in (stopped, None), 25), "the stopped worker was not replaced"
         assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
     finally:
         sup.stop(grace_s=1)
@@ -436,9 +436,7 @@ def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatc
     try:
         assert sup.wait_ready(60)
         old = sup.worker_pid
-        deadline = time.monotonic() + 10
-        while sup.status()["state"] != "unloaded" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
         assert sup.status()["state"] == "unloaded" and sup.worker_pid is None
         assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
         states = set()
