@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -16,6 +17,26 @@ from cosyvoice_ui.errors import BusyError, RequestTimedOut, SynthesisFailed
 from cosyvoice_ui.worker.supervisor import Supervisor
 
 FAULT = "tests.fault_engines:FaultEngine"
+
+
+@contextlib.contextmanager
+def _supervisor(tmp_path, monkeypatch, load_s: float | None = None, ready: bool = True, **kwargs):
+    """A fault-engine supervisor of the test's own (heartbeat every 0.2 s, so hung after 10 s),
+    stopped after the block; ``load_s`` makes each worker take that long to load."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    if load_s is not None:
+        monkeypatch.setenv("FAULT_ENGINE_LOAD_S", str(load_s))
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, **kwargs).start()
+    try:
+        if ready:
+            assert sup.wait_ready(60), sup.status()
+        yield sup
+    finally:
+        sup.stop(grace_s=1)  # a no-op after the test's own stop
+
+
+def _wait_in_flight(sup) -> None:
+    _wait_until(lambda: sup.status()["in_flight"] is not None, 30, poll_s=0.01)
 
 
 def _wait_until(predicate, timeout_s: float, poll_s: float = 0.05) -> bool:
@@ -150,116 +171,87 @@ def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor
 
 
 def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=0.5, heartbeat_interval_s=0.2).start()
-    try:
-        assert sup.wait_ready(60)
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=0.5) as sup:
         (tmp_path / "flag").write_text("")
         f = sup.submit(SynthesisRequest(text="sleep:3 long one"))
-        while sup.status()["in_flight"] is None:
-            time.sleep(0.01)
+        _wait_in_flight(sup)
         old = sup.worker_pid
         report = sup.restart()
         assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
         out, stats = f.result(timeout=30)
         assert stats.pid == report.new_pid
-    finally:
-        sup.stop(grace_s=1)
 
 
 def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, monkeypatch):
     """From a stop on, health checks see "stopping" and the queued requests are failed at once
     with a retry hint; the running one still finishes (it used to be the other way round: queued
     clients heard nothing until the running request ended)."""
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=10, heartbeat_interval_s=0.2).start()
-    assert sup.wait_ready(60)
-    running = sup.submit(SynthesisRequest(text="sleep:3 running while we stop"))
-    while sup.status()["in_flight"] is None:
-        time.sleep(0.01)
-    queued = sup.submit(SynthesisRequest(text="queued behind it"))
-    stopper = threading.Thread(target=sup.stop)
-    stopper.start()
-    try:
-        with pytest.raises(Exception, match="may be sent again"):
-            queued.result(timeout=2)
-        assert not running.done(), "the queued request was only turned away after the running one ended"
-        assert sup.status()["state"] == "stopping"
-        assert running.result(timeout=15)[1].audio_s > 0
-    finally:
-        stopper.join(30)
-    assert sup.status()["state"] == "stopped"
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=10) as sup:
+        running = sup.submit(SynthesisRequest(text="sleep:3 running while we stop"))
+        _wait_in_flight(sup)
+        queued = sup.submit(SynthesisRequest(text="queued behind it"))
+        stopper = threading.Thread(target=sup.stop)
+        stopper.start()
+        try:
+            with pytest.raises(Exception, match="may be sent again"):
+                queued.result(timeout=2)
+            assert not running.done(), "the queued request was only turned away after the running one ended"
+            assert sup.status()["state"] == "stopping"
+            assert running.result(timeout=15)[1].audio_s > 0
+        finally:
+            stopper.join(30)
+        assert sup.status()["state"] == "stopped"
 
 
 def test_request_whose_worker_dies_during_a_stop_is_told_it_was_interrupted(tmp_path, monkeypatch):
     """It had run for seconds: "shut down before this request ran" was wrong (twelfth newcomer session)."""
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=10, heartbeat_interval_s=0.2).start()
-    assert sup.wait_ready(60)
-    running = sup.submit(SynthesisRequest(text="sleep:5 running while we stop"))
-    while sup.status()["in_flight"] is None:
-        time.sleep(0.01)
-    stopper = threading.Thread(target=sup.stop)
-    stopper.start()
-    time.sleep(0.5)
-    os.kill(sup.worker_pid, signal.SIGKILL)
-    with pytest.raises(Exception, match="shut down while this request ran.*may be sent again"):
-        running.result(timeout=30)
-    stopper.join(30)
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=10) as sup:
+        running = sup.submit(SynthesisRequest(text="sleep:5 running while we stop"))
+        _wait_in_flight(sup)
+        stopper = threading.Thread(target=sup.stop)
+        stopper.start()
+        time.sleep(0.5)
+        os.kill(sup.worker_pid, signal.SIGKILL)
+        with pytest.raises(Exception, match="shut down while this request ran.*may be sent again"):
+            running.result(timeout=30)
+        stopper.join(30)
 
 
 def test_worker_lost_while_loading_is_counted(tmp_path, monkeypatch):
     """A worker killed while it loads is retried, and counted: /metrics showed no restart at all."""
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "3")
-    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2).start()
-    try:
+    with _supervisor(tmp_path, monkeypatch, load_s=3, ready=False) as sup:
         _wait_until(lambda: sup.worker_pid is not None, 30)
         os.kill(sup.worker_pid, signal.SIGKILL)
         assert sup.wait_ready(60), sup.status()
         assert sup.status()["restarts_by_reason"] == {"load_crash": 1}, sup.status()
-    finally:
-        sup.stop(grace_s=1)
 
 
 def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
     """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "30")
-    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, start_timeout_s=120).start()
-    try:
+    with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:
         # The worker is loading and its heartbeat has started.
         _wait_until(lambda: sup.status()["heartbeat_age_s"] is not None, 30)
         stopped = sup.worker_pid
         os.kill(stopped, signal.SIGSTOP)
         assert _wait_until(lambda: sup.worker_pid not in (stopped, None), 25), "the stopped worker was not replaced"
         assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
-    finally:
-        sup.stop(grace_s=1)
 
 
 def test_restart_cut_short_by_a_stop_says_so(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "3")
-    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2).start()
-    assert sup.wait_ready(60)
-    restart = sup.restart(wait=False)
-    time.sleep(1.0)  # the new worker is loading
-    sup.stop(grace_s=1)
-    report = restart.result(timeout=30)
-    assert report.new_pid is None and "shutting down" in (report.error or ""), report
+    with _supervisor(tmp_path, monkeypatch, load_s=3) as sup:
+        restart = sup.restart(wait=False)
+        time.sleep(1.0)  # the new worker is loading
+        sup.stop(grace_s=1)
+        report = restart.result(timeout=30)
+        assert report.new_pid is None and "shutting down" in (report.error or ""), report
 
 
 def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_path, monkeypatch):
     """Restart waits for the running request; if the worker dies meanwhile, the replacement is the
     fresh worker asked for, not one more reload right after it."""
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    sup = Supervisor(FAULT, "cpu", False, restart_grace_s=20, heartbeat_interval_s=0.2).start()
-    try:
-        assert sup.wait_ready(60)
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=20) as sup:
         running = sup.submit(SynthesisRequest(text="sleep:3 running when Restart is pressed"))
-        while sup.status()["in_flight"] is None:
-            time.sleep(0.01)
+        _wait_in_flight(sup)
         old = sup.worker_pid
         restart = sup.restart(wait=False)
         time.sleep(0.5)
@@ -268,8 +260,6 @@ def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_p
         assert report.old_pid == old and report.new_pid == sup.worker_pid, (report, sup.worker_pid)
         assert running.result(timeout=30)[1].pid == report.new_pid  # ran again on it
         assert sup.status()["restarts_by_reason"] == {"crash": 1}, sup.status()
-    finally:
-        sup.stop(grace_s=1)
 
 
 def test_worker_computing_without_heartbeats_is_not_taken_as_hung(fault_supervisor):
