@@ -69,9 +69,24 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
             return unauthorized
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    # Gradio's one-shot REST route skips its queue, and for the generator endpoints it answers
+    # with the first update only ([null, null] while waiting) and drops the audio, which the
+    # worker still synthesizes and the ledger records as delivered (found in the fifth session).
+    # Refused here with what works instead; api_open=False below closes the route inside Gradio too.
+    @app.post("/gradio_api/run/{api_name:path}")
+    @app.post("/gradio_api/api/{api_name:path}")
+    def direct_call_refused(api_name: str, request: fastapi.Request) -> JSONResponse:
+        name = "/" + (api_name.strip("/") or "synthesize")
+        return JSONResponse({"error": (
+            f"POST {request.url.path} (a direct call that skips the queue) is not served: it would return "
+            f"only the first update of this app's endpoints. Use gradio_client "
+            f"(Client(url).predict(..., api_name=\"{name}\")) or the two-step REST call: "
+            f"POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET /gradio_api/call{name}/<event_id>.")},
+            status_code=404)
+
     demo = build_blocks(handlers)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
-    demo.queue(max_size=None, default_concurrency_limit=4)
+    demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     auth = tuple(settings.auth.split(":", 1)) if settings.auth else None
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),

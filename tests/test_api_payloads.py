@@ -121,6 +121,22 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     assert "does not download files" in new[0]["error"]
 
 
+@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize", "gradio_api/run/status"])
+def test_direct_run_route_is_refused_with_what_works(app, path):
+    """Gradio's one-shot ``/run`` route skipped the queue and answered a synthesis with its first
+    update, ``[null, null]``, while the worker synthesized the audio nobody received and the
+    ledger recorded it as ``ok``. It is refused before anything runs, naming what works."""
+    completed = json.loads(gh.http_get(app.url + "healthz")[1])["completed"]
+    before = len(ledger_records(app))
+    r = httpx.post(app.url + path, json={"data": [TEXT, None, "", "", 1.0, 0, ""]}, timeout=30)
+    assert r.status_code == 404, r.text
+    error = r.json()["error"]
+    assert "gradio_client" in error and "POST /gradio_api/call/" in error and path in error, error
+    time.sleep(1.0)
+    assert json.loads(gh.http_get(app.url + "healthz")[1])["completed"] == completed
+    assert len(ledger_records(app)) == before
+
+
 def test_client_leaving_mid_upload_is_one_log_line(app):
     log = LogWatch(app)
     head = (b"--XX\r\nContent-Disposition: form-data; name=\"files\"; filename=\"voice.wav\"\r\n"
