@@ -95,7 +95,7 @@ class SynthesisService:
 
         Closing the generator early (the client disconnected) withdraws the request if it is
         still waiting in the queue, so abandoned requests hold neither a queue slot nor the worker;
-        one already running finishes (the worker cannot be interrupted safely mid-request).
+        one already running stops before its next segment (a segment cannot be cut short safely).
 
         ``client_id`` (Gradio's session hash: one browser tab or one ``gradio_client.Client``)
         refuses a request identical to one the same client still has waiting or running: a
@@ -164,8 +164,8 @@ class SynthesisService:
                     restarted = restarted or event.restarted
                 yield event
         finally:
-            if not future.done():
-                future.cancel()  # withdrawn if still queued (the supervisor records it as cancelled)
+            if not future.done():  # the client left: withdrawn if queued, stopped early if running
+                self.supervisor.withdraw(future)
         output, stats = future.result()
         if restarted or stats.runs > 1:
             # restarted alone: an out-of-memory retry inside the worker (which also adds its own note).

@@ -400,6 +400,43 @@ def test_crash_in_a_later_segment_says_the_audio_again_once(fault_supervisor):
     assert abs(stats.audio_s - (0.1 * 28 - 0.05)) < 1e-3
 
 
+def test_withdrawn_running_request_stops_before_its_next_segment(fault_supervisor):
+    """A client that leaves while its long text runs does not hold the worker for the rest of it:
+    the request stops after the running segment, the ledger says ``abandoned``, and the same
+    worker serves the next request."""
+    pid = fault_supervisor.worker_pid
+    segments = ("sleep:1.5 first", "sleep:5 second", "sleep:5 third")
+    future = fault_supervisor.submit(SynthesisRequest(text=" ".join(segments), segments=segments))
+    _wait_in_flight(fault_supervisor)
+    t0 = time.monotonic()
+    fault_supervisor.withdraw(future)
+    with pytest.raises(SynthesisFailed, match="the client left; stopped after 1 of 3 segments"):
+        future.result(timeout=30)
+    assert time.monotonic() - t0 < 4.5  # not the 10 s of the other two segments
+    record = fault_supervisor.ledger.records()[-1]
+    assert record.outcome == "abandoned" and record.segments == 3, record
+    assert fault_supervisor.synthesize(SynthesisRequest(text="next"))[1].pid == pid
+
+
+def test_withdrawn_during_its_last_segment_is_recorded_abandoned(fault_supervisor):
+    future = fault_supervisor.submit(SynthesisRequest(text="sleep:1 the only segment"))
+    _wait_in_flight(fault_supervisor)
+    fault_supervisor.withdraw(future)
+    future.result(timeout=30)  # made (a started segment is not cut short), for no one
+    record = fault_supervisor.ledger.records()[-1]
+    assert record.outcome == "abandoned" and record.audio_s > 1.0, record
+
+
+def test_withdrawn_while_its_crashed_worker_is_replaced_is_not_run_again(tmp_path, monkeypatch):
+    with _supervisor(tmp_path, monkeypatch, load_s=2) as sup:
+        future = sup.submit(SynthesisRequest(text="crash-once while its client is here"))
+        assert _wait_until(lambda: sup.status()["restarts_by_reason"].get("crash"), 30), sup.status()
+        sup.withdraw(future)  # waiting to run again on the replacement
+        with pytest.raises(SynthesisFailed, match="client left"):
+            future.result(timeout=30)
+        assert [r.outcome for r in sup.ledger.records()] == ["abandoned"], sup.ledger.records()
+
+
 def test_out_of_memory_twice_gives_peak_and_worker_stays(fault_supervisor):
     pid = fault_supervisor.worker_pid
     with pytest.raises(SynthesisFailed, match=r"peak [\d,]+ MiB reached.*again when retried"):

@@ -40,17 +40,24 @@ class SegmentsSummary:
     details: dict
 
 
+class RequestAbandoned(Exception):
+    """The request's client left, so the rest of its segments were not synthesized."""
+
+
 def synthesize_segments(engine: Engine, request: SynthesisRequest,
                         on_chunk: Callable[[int, np.ndarray, int], None],
-                        on_progress: Callable[[int, int], None] | None = None) -> SegmentsSummary:
+                        on_progress: Callable[[int, int], None] | None = None,
+                        abandoned: Callable[[], bool] | None = None) -> SegmentsSummary:
     """Run ``engine`` on each of ``request.segments`` (or the whole text), one after another.
 
     Args:
         on_chunk: called with ``(segment_index, audio, sample_rate_hz)`` for every chunk the
             engine yields (float32 ``(n,)`` mono); the caller owns the audio from then on.
         on_progress: called with ``(done, total)`` after each segment.
+        abandoned: asked before each segment after the first; True stops the request there.
 
     Raises:
+        RequestAbandoned: ``abandoned()`` said so; the message says how many segments were done.
         BadAudioOutput: a chunk holds NaN or infinite samples, or the whole request is silent
             (:mod:`.output_check`); nothing of such a chunk is passed on.
         Whatever the engine raises (``ValueError`` for a request it refuses, MemoryError /
@@ -67,6 +74,8 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
     samples = 0
     peak = 0.0
     for i, text in enumerate(segments):
+        if i and abandoned is not None and abandoned():
+            raise RequestAbandoned(f"the client left; stopped after {i} of {len(segments)} segments")
         seed = request.seed + 1000 * i if request.seed >= 0 else -1
         for out in engine.synthesize_stream(dataclasses.replace(request, text=text, segments=(), seed=seed)):
             rate = rate or out.sample_rate_hz

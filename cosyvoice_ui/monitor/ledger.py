@@ -19,7 +19,10 @@ class LedgerRecord:
 
     Attributes:
         time_s: Unix time the request finished.
-        outcome: "ok", "invalid", "out_of_memory", "error", "crash", "timeout", "stopped".
+        outcome: "ok", "invalid", "out_of_memory", "bad_output", "error", "crash", "hung",
+            "timeout", "shutdown", "failed:load", "cancelled" (withdrawn while queued), "abandoned" (its client
+            left while it ran), "refused:input" / "refused:busy" / "refused:memory" /
+            "refused:duplicate" (turned away before the worker).
         peak_allocated_bytes / peak_reserved_bytes: torch allocator peaks (CUDA only).
         peak_rss_bytes: the worker's peak resident memory during the request.
         real_time_factor: synthesis_s / audio_s.

@@ -8,6 +8,7 @@ is what gives all of its GPU memory back to the driver.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ import traceback
 import numpy as np
 
 from ..engines.base import SynthesisOutput
+from ..engines.long_text import RequestAbandoned
 from ..engines.output_check import BadAudioOutput
 from . import protocol as msg
 
@@ -173,13 +175,14 @@ class OutOfMemoryAfterRetry(Exception):
     pass
 
 
-def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory):
+def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory, abandoned=None):
     """Run the request, sending its audio chunk by chunk; on out-of-memory free caches and run it
     again once with smaller segments (its chunks marked ``attempt=1``, so the web process drops
     the first attempt's).
 
     Args:
         send_chunk: ``(attempt, segment, audio, sample_rate_hz)``.
+        abandoned: asked between segments (see ``synthesize_segments``).
 
     Returns:
         ``(SegmentsSummary, segments_used, notes)``.
@@ -194,7 +197,8 @@ def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory):
         return lambda segment, audio, rate: send_chunk(attempt, segment, audio, rate)
 
     try:
-        return synthesize_segments(engine, request, chunks_of(0), progress), len(request.segments) or 1, []
+        return (synthesize_segments(engine, request, chunks_of(0), progress, abandoned),
+                len(request.segments) or 1, [])
     except BaseException as e:  # noqa: BLE001
         if not _is_out_of_memory(e):
             raise
@@ -208,7 +212,7 @@ def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory):
             "The segments are already as short as they go. Use a shorter prompt audio, or restart the "
             "application to free memory held elsewhere.")
     try:
-        summary = synthesize_segments(engine, smaller, chunks_of(1), progress)
+        summary = synthesize_segments(engine, smaller, chunks_of(1), progress, abandoned)
     except BaseException as e:  # noqa: BLE001
         if not _is_out_of_memory(e):
             raise
@@ -282,10 +286,28 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         return
     send(msg.Ready(pid=pid, load_s=time.perf_counter() - t0, facts=facts, memory=memory.snapshot()))
 
+    # Commands are read by their own thread, so that an Abandon reaches a running request (the
+    # main thread is inside the engine until the request ends).
+    commands: queue.Queue = queue.Queue()
+    abandoned_ids: set[str] = set()
+
+    def read_commands() -> None:
+        while True:
+            try:
+                command = conn.recv()
+            except (EOFError, OSError):
+                commands.put(None)
+                return
+            if isinstance(command, msg.Abandon):
+                abandoned_ids.add(command.request_id)
+            else:
+                commands.put(command)
+
+    threading.Thread(target=read_commands, name="commands", daemon=True).start()
+
     while True:
-        try:
-            command = conn.recv()
-        except (EOFError, OSError):
+        command = commands.get()
+        if command is None:  # the pipe closed: the web process is gone
             break
         if isinstance(command, msg.Shutdown):
             break
@@ -300,6 +322,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         if not isinstance(command, msg.Synthesize):
             continue
         busy[0] = command.request_id
+        abandoned_ids.intersection_update({command.request_id})  # drop late Abandons of earlier requests
         before = memory.snapshot()
         memory.start_request()
         t_start = time.perf_counter()
@@ -312,7 +335,8 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                                     sample_rate_hz=rate, attempt=attempt))
 
             summary, segments_used, retry_notes = _synthesize_with_oom_retry(
-                engine, command.request, send_chunk, progress, memory)
+                engine, command.request, send_chunk, progress, memory,
+                abandoned=lambda request_id=command.request_id: request_id in abandoned_ids)
             synthesis_s = time.perf_counter() - t_start
             peak_alloc, peak_reserved, peak_rss = memory.end_request()
             output = SynthesisOutput(audio=np.zeros(0, dtype=np.float32), sample_rate_hz=summary.sample_rate_hz,
@@ -328,6 +352,9 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                 memory_after_bytes=_figure(memory.snapshot()),
             )
             reply = msg.Done(request_id=command.request_id, output=output, stats=stats)
+        except RequestAbandoned as e:
+            memory.end_request()
+            reply = msg.Failed(request_id=command.request_id, kind="abandoned", message=str(e))
         except ValueError as e:
             memory.end_request()
             reply = msg.Failed(request_id=command.request_id, kind="invalid", message=str(e))

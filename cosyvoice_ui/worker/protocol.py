@@ -45,6 +45,15 @@ class FreeCache:
 
 
 @dataclasses.dataclass(frozen=True)
+class Abandon:
+    """The client of ``request_id`` has left: stop it before its next segment and answer
+    :class:`Failed` with kind ``"abandoned"`` (a segment already started runs to its end: cutting
+    an engine's generator short can leave its state behind, CosyVoice's per-request caches)."""
+
+    request_id: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Shutdown:
     """Finish nothing new; exit after the current request."""
 
@@ -161,7 +170,8 @@ class Failed:
     Attributes:
         kind: "invalid" (the engine refused the request: the message is for the user),
             "out_of_memory", "bad_output" (NaN, infinite or silent audio; the message is for the
-            user), or "error" (an unexpected exception).
+            user), "abandoned" (stopped between segments after :class:`Abandon`), or "error" (an
+            unexpected exception).
     """
 
     request_id: str

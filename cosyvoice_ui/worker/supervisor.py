@@ -76,6 +76,7 @@ class _Job:
     pieces: list = dataclasses.field(default_factory=list)
     chunk_attempt: int = 0
     restarted_audio: bool = False
+    abandoned: bool = False  # its client left while it ran (see Supervisor.withdraw)
 
 
 @dataclasses.dataclass
@@ -89,6 +90,9 @@ class _Worker:
     cpu_s_at_heartbeat: float | None = None  # the process's CPU time (user + system) then
     killed_because: str | None = None  # set when the app itself ends the worker
     memory: msg.MemorySnapshot | None = None
+    # Several threads send (a request from its own thread, an Abandon, Shutdown): one at a time,
+    # or their bytes would interleave in the pipe.
+    send_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +239,28 @@ class Supervisor:
             self._pending.append(job)
             self._wake.notify_all()
         return future
+
+    def withdraw(self, future: concurrent.futures.Future) -> None:
+        """The client of the request behind ``future`` (from :meth:`submit`) has left.
+
+        A waiting request is cancelled (ledger outcome ``cancelled``). A running one is told to
+        stop before its next segment (a segment already started runs to its end), so a long text
+        whose client left does not hold the worker; its ledger outcome is ``abandoned``, also when
+        its last segment was already running. It is not run again after a restart or crash.
+        """
+        if future.cancel():
+            return
+        with self._lock:
+            job = next((j for j in ([self._inflight] if self._inflight else []) + list(self._pending)
+                        if j.future is future), None)
+            if job is None or future.done():
+                return
+            job.abandoned = True
+            w = self._worker if self._inflight is job else None
+        if w is not None:
+            log.info("the client of request %s left while it ran: stopping it before its next segment", job.id)
+            threading.Thread(target=_send_quietly, args=(w, msg.Abandon(request_id=job.id)),
+                             name=f"abandon-{job.id}", daemon=True).start()
 
     def synthesize(self, request: SynthesisRequest, timeout_s: float | None = None,
                    on_progress: Callable[[int, int], None] | None = None,
@@ -476,7 +502,7 @@ class Supervisor:
     def _end_gracefully(self, w: _Worker | None) -> None:
         if w is not None and w.process.is_alive():
             try:
-                w.conn.send(msg.Shutdown())
+                _send(w, msg.Shutdown())
             except (OSError, EOFError, ValueError):
                 pass
             w.process.join(timeout=5)
@@ -496,7 +522,7 @@ class Supervisor:
             result = SynthesisFailed("The worker did not answer the free-cache request (it may be hung; a hung worker "
                                      "is replaced on its own). Try again in a moment.")
             try:
-                w.conn.send(msg.FreeCache())
+                _send(w, msg.FreeCache())
                 deadline = time.monotonic() + 30
                 # A silent (stopped, hung) worker ends the wait at once: the dispatcher then replaces
                 # it, instead of everyone waiting out this deadline (eleventh newcomer session).
@@ -639,6 +665,10 @@ class Supervisor:
         self._kill(w)
 
     def _run_job(self, job: _Job) -> None:
+        if job.abandoned:  # its client left while it ran on a worker that was since replaced
+            self._record(job, "abandoned", error="the client left; not run again after the worker was replaced")
+            _fail(job, SynthesisFailed("The client left while this request ran."))
+            return
         with self._lock:
             w = self._worker
             self._inflight = job
@@ -655,7 +685,7 @@ class Supervisor:
         # (stopped, hung) would keep this loop from ever checking the deadline and the heartbeat.
         # Every way out of the loop below that does not wait for the answer kills the worker,
         # which ends a blocked send.
-        threading.Thread(target=_send_quietly, args=(w.conn, msg.Synthesize(request_id=job.id, request=job.request)),
+        threading.Thread(target=_send_quietly, args=(w, msg.Synthesize(request_id=job.id, request=job.request)),
                          name=f"send-{job.id}", daemon=True).start()
         deadline = time.monotonic() + job.timeout_s
         grace_deadline = None
@@ -746,14 +776,17 @@ class Supervisor:
         if isinstance(m, msg.Done):
             output, stats = self._joined_output(job, m)
             stats = dataclasses.replace(stats, runs=job.attempts)
-            self._record(job, "ok", stats=stats)
+            if job.abandoned:  # the stop came during the last segment: made, but for no one
+                self._record(job, "abandoned", stats=stats, error="the client left during the last segment")
+            else:
+                self._record(job, "ok", stats=stats)
             job.future.set_result((output, stats))
             if stats.memory_after_bytes is not None:
                 self._watch_for_leak(stats.pid, stats.memory_after_bytes)
             return
         job.joiner, job.pieces = None, []
         self._record(job, m.kind, error=m.message)
-        if m.kind == "invalid":
+        if m.kind in ("invalid", "abandoned"):
             job.future.set_exception(SynthesisFailed(m.message))
         elif m.kind in ("out_of_memory", "bad_output"):
             job.future.set_exception(SynthesisFailed(f"{m.message} The worker is still running."))
@@ -932,9 +965,14 @@ class Supervisor:
             predicted_peak_bytes=job.predicted_peak_bytes))
 
 
-def _send_quietly(conn, message) -> None:
+def _send(w: _Worker, message) -> None:
+    with w.send_lock:
+        w.conn.send(message)
+
+
+def _send_quietly(w: _Worker, message) -> None:
     try:
-        conn.send(message)
+        _send(w, message)
     except (OSError, EOFError, ValueError):
         pass  # the worker died (or was killed); the dispatcher's checks say so
 
