@@ -1,8 +1,13 @@
-"""Soak: 2 clients send requests through gradio_client for a bounded time; is worker memory flat?
+"""Soak: 2 clients send requests through gradio_client for a bounded time; is memory flat?
 
 Starts the app (embedded engine, CPU unless --device), writes its ledger to a temporary file,
 and compares the worker's memory after each request (torch allocated on CUDA, else RSS) over the
 first ten and the last ten requests of the same worker. Goal: growth under 2 %.
+
+The web process's RSS (``/healthz`` ``web_rss_bytes``, psutil) is sampled every 30 s and printed
+at 5 minutes (after warm-up: Gradio's caches, the first uploads) and at the end, with its growth
+per hour between them. It is printed, not judged: Python's allocator keeps freed arenas, so
+growth that levels off is not a leak; a steady climb per hour is.
 
     .venv/bin/python bench/soak.py --minutes 60 [--clients 2] [--device cpu]
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import urllib.request
 import statistics
 import sys
 import tempfile
@@ -59,19 +65,45 @@ def main() -> int:
                 errors.append(str(e)[:200])
                 time.sleep(1)
 
+    web_rss: list[tuple[float, int]] = []  # (seconds since start, bytes)
+
+    def sample_web_rss() -> None:
+        t0 = time.monotonic()
+        while time.monotonic() < stop_at:
+            try:
+                with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
+                    web_rss.append((time.monotonic() - t0, json.load(r)["web_rss_bytes"]))
+            except Exception:  # noqa: BLE001 - a 503 during a restart: skip the sample
+                pass
+            time.sleep(30)
+
     try:
         app.wait_healthy()
         threads = [threading.Thread(target=client_loop, args=(i,)) for i in range(args.clients)]
+        threads.append(threading.Thread(target=sample_web_rss, daemon=True))
         for t in threads:
             t.start()
-        for t in threads:
+        for t in threads[:-1]:
             t.join(timeout=args.minutes * 60 + 600)
     finally:
         app.stop()
     print(f"{args.minutes:g} min, {args.clients} clients: {done[0]} requests ok, {len(errors)} errors")
     for e in errors[:5]:
         print("error:", e)
+    report_web_rss(web_rss)
     return evaluate(ledger)
+
+
+def report_web_rss(samples: list[tuple[float, int]]) -> None:
+    if len(samples) < 2:
+        print("web process RSS: too few samples")
+        return
+    warm = next((s for s in samples if s[0] >= 300), samples[len(samples) // 2])
+    first, last = samples[0], samples[-1]
+    per_hour = (last[1] - warm[1]) / max(last[0] - warm[0], 1) * 3600
+    print(f"web process RSS: {first[1] / 2**20:,.0f} MiB at start, {warm[1] / 2**20:,.0f} MiB at "
+          f"{warm[0] / 60:.0f} min, {last[1] / 2**20:,.0f} MiB at {last[0] / 60:.0f} min "
+          f"({per_hour / 2**20:+,.1f} MiB per hour after warm-up; max {max(s[1] for s in samples) / 2**20:,.0f} MiB)")
 
 
 def evaluate(ledger: Path) -> int:
