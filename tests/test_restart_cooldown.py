@@ -14,6 +14,8 @@ import time
 import pytest
 from gradio_client import Client
 
+from cosyvoice_ui.ui.formatting import restart_markdown
+
 from .conftest import RunningApp
 
 COOLDOWN_S = 4
@@ -38,7 +40,16 @@ def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
         assert clients[0].predict(api_name="/status")["pid"] == status["pid"]
 
         time.sleep(COOLDOWN_S + 0.5)
-        assert clients[0].predict(api_name="/restart")["old_pid"] == status["pid"]
+        # Pressed while a 3 s request runs: the report counts the wait from the press as well.
+        running = clients[1].submit(text="sleep:3 running while Restart is pressed", api_name="/synthesize")
+        deadline = time.monotonic() + 30
+        while clients[0].predict(api_name="/status")["in_flight"] is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report = clients[0].predict(api_name="/restart")
+        assert report["old_pid"] == status["pid"] and running.result(timeout=30)[1]["worker_pid"] == status["pid"]
+        assert report["since_press_s"] > report["duration_s"] + 1.5, report
+        text = restart_markdown(report, None)
+        assert f"{report['since_press_s']:.2f} s after the press, which waited for the running request" in text, text
         log = app.log_path.read_text()
         assert "restarting the worker (reason: user" in log and "refused a restart" in log, log[-2000:]
     finally:

@@ -112,7 +112,10 @@ def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
     after = report.get("memory_after") or {}
     if report.get("error"):
         return f"Restart failed after {report['duration_s']:.2f} s: {report['error']}"
-    parts = [f"Restarted in **{report['duration_s']:.2f} s** (until the model was loaded): "
+    waited_s = (report.get("since_press_s") or 0.0) - report["duration_s"]
+    waited = (f"; {report['since_press_s']:.2f} s after the press, which waited for the running request"
+              if waited_s >= 1.0 else "")
+    parts = [f"Restarted in **{report['duration_s']:.2f} s** (until the model was loaded{waited}): "
              f"pid {report['old_pid']} → {report['new_pid']}.",
              f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
     if before.get("allocated_bytes") is not None or after.get("allocated_bytes") is not None:

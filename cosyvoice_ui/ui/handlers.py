@@ -125,7 +125,10 @@ class Handlers:
             raise gr.Error(str(e), print_exception=False) from None
 
     def restart(self):
-        """Replace the worker process. Returns the restart report as a dict (JSON).
+        """Replace the worker process. Returns the restart report as a dict (JSON), with
+        ``since_press_s``: seconds from this press to the end, which also counts the wait for
+        the running request (up to ``--restart-grace``); ``duration_s`` counts from the old
+        worker's end to the new one's model load.
 
         Presses while a restart is under way join it (the same report for all of them).
 
@@ -133,6 +136,7 @@ class Handlers:
             gr.Error: within ``--restart-cooldown`` seconds after the last restart ended, or when
                 the application is stopping.
         """
+        pressed_at = time.monotonic()
         with self._restart_lock:
             under_way = self._restart_under_way
             if under_way is None:
@@ -155,6 +159,7 @@ class Handlers:
         except UserFacingError as e:
             raise gr.Error(str(e), print_exception=False) from None
         out = report_to_dict(report)
+        out["since_press_s"] = round(time.monotonic() - pressed_at, 3)
         out["old_pid_gpu_bytes"] = self._gpu_bytes_of(report.old_pid)
         return out
 
