@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=_env("host", d.host),
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
-    p.add_argument("--port", type=_port, default=_env("port", d.port, check=_port))
+    p.add_argument("--port", type=_port, default=_env("port", d.port, check=_port), help="TCP port to serve on")
     p.add_argument("--engine", default=_env("engine", d.engine),
                    help="synthesis engine: embedded (Piper + WORLD; PyTorch on CUDA, ONNX Runtime on the CPU), "
                         "embedded-torch, embedded-onnx, or module:Class")
@@ -131,9 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "one is under way join it. Anyone who can open the page can press Restart: use --auth "
                         "on a public server")
     p.add_argument("--worker-start-timeout", dest="worker_start_timeout_s", type=_finite_float,
-                   default=_env("worker_start_timeout", d.worker_start_timeout_s, check=_finite_float))
+                   default=_env("worker_start_timeout", d.worker_start_timeout_s, check=_finite_float),
+                   help="seconds a worker may take to load its model before it is replaced (raise it for a "
+                        "first TensorRT build or a slow disk)")
     p.add_argument("--monitor-interval", dest="monitor_interval_s", type=_finite_float,
-                   default=_env("monitor_interval", d.monitor_interval_s, check=_finite_float))
+                   default=_env("monitor_interval", d.monitor_interval_s, check=_finite_float),
+                   help="seconds between memory samples (NVML, psutil) for the page, /metrics and --gpu-log")
     p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
                    help="append memory samples to this file in nvidia-smi dmon style")
     p.add_argument("--ledger", default=_env("ledger", d.ledger),
@@ -145,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
                         "(the larger of this and --leak-threshold-fraction of the baseline)")
     p.add_argument("--leak-threshold-fraction", type=_finite_float,
-                   default=_env("leak_threshold_fraction", d.leak_threshold_fraction, check=_finite_float))
+                   default=_env("leak_threshold_fraction", d.leak_threshold_fraction, check=_finite_float),
+                   help="leak watchdog: growth as a fraction of the baseline that counts as a leak (see "
+                        "--leak-threshold-mb)")
     p.add_argument("--leak-window", type=int, default=_env("leak_window", d.leak_window, check=int),
                    help="leak watchdog: requests whose median after-request memory is compared with the baseline")
     p.add_argument("--restart-on-leak", dest="restart_on_leak", action="store_true",
@@ -158,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="USER:PASSWORD required for the page and every API call (or set COSYVOICE_UI_AUTH)")
     p.add_argument("--metrics-token", default=_env("metrics_token", d.metrics_token),
                    help="bearer token required for /metrics and /healthz (open when not set)")
-    p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb, check=_finite_float))
+    p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb, check=_finite_float),
+                   help="largest prompt audio file accepted, in MiB (Gradio refuses larger uploads)")
     p.add_argument("--temp-file-ttl", dest="temp_file_ttl_s", type=_finite_float,
                    default=_env("temp_file_ttl", d.temp_file_ttl_s, check=_finite_float),
                    help="seconds after which uploaded prompts and result files are deleted")
@@ -307,8 +313,51 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
                 parser.error(f"--engine cosyvoice needs {flag} PATH (see the README's CosyVoice section)")
             if not os.path.isdir(values[name]):
                 parser.error(f"{flag} {values[name]!r}: no such folder")
-    _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
     if values["idle_unload_after_s"] is not None:
         if values["idle_unload_after_s"] <= 0:
             parser.error("--idle-unload-after must be a positive number of seconds")
+    _check_upper_limits(parser, values)
+    _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
+    _warn_about_engine_flags(values)
     return Settings(**values)
+
+
+# Upper limits. A duration past what a thread can wait for (threading.TIMEOUT_MAX, about 292
+# years here) made Restart, Free cache and the shutdown raise OverflowError, and SIGTERM never
+# ended the app (fifteenth newcomer session: --restart-grace 1e10); 30 days is past any real
+# wait. The others keep one setting from undoing a memory bound: every waiting request holds its
+# decoded prompt audio in the web process.
+_MAX_DURATION_S = 30 * 86400
+_DURATIONS = ("request_timeout_s", "restart_grace_s", "restart_cooldown_s", "worker_start_timeout_s",
+              "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s")
+_MIN_MONITOR_INTERVAL_S = 0.1
+_MAXIMA = {"max_queue": (1000, "each waiting request holds its prompt audio in memory"),
+           "max_text_chars": (100_000, "send a longer text in parts"),
+           "max_upload_mb": (1024, "a voice prompt needs a few MiB"),
+           "leak_window": (1000, "the watchdog compares medians of this many requests")}
+
+
+def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
+    for name in _DURATIONS:
+        if values[name] is not None and values[name] > _MAX_DURATION_S:
+            flag = "--" + name.removesuffix("_s").replace("_", "-")
+            parser.error(f"{flag} {values[name]:g} s is longer than the longest supported, {_MAX_DURATION_S} s "
+                         "(30 days)")
+    if values["monitor_interval_s"] < _MIN_MONITOR_INTERVAL_S:
+        parser.error(f"--monitor-interval {values['monitor_interval_s']:g} s would keep a core busy sampling "
+                     f"memory; use {_MIN_MONITOR_INTERVAL_S:g} s or more (default 1)")
+    for name, (maximum, why) in _MAXIMA.items():
+        if values[name] > maximum:
+            value = f"{values[name]:g}" if isinstance(values[name], float) else values[name]
+            parser.error(f"--{name.replace('_', '-')} {value} is over the most supported, {maximum} ({why})")
+
+
+def _warn_about_engine_flags(values: dict) -> None:
+    if values["engine"] == "cosyvoice":
+        return
+    given = [flag for flag, name in (("--load-trt", "load_trt"), ("--load-vllm", "load_vllm"),
+                                     ("--model-dir", "model_dir"), ("--cosyvoice-repo", "cosyvoice_repo"))
+             if values[name]]
+    if given:
+        print(f"warning: {', '.join(given)} only apply to --engine cosyvoice; with --engine {values['engine']} "
+              "they are ignored.", file=sys.stderr)

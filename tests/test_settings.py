@@ -35,6 +35,20 @@ from .conftest import ROOT, free_port
     (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
     (["--ledger", "/proc/version"], "is a system file"),
     (["--gpu-log", "{tmp}"], "--gpu-log"),
+    # Past what a thread can wait for, these made Restart, Free cache and SIGTERM raise
+    # OverflowError, and the app never exited (fifteenth newcomer session).
+    (["--restart-grace", "1e10"], "--restart-grace 1e+10 s is longer than the longest supported, 2592000 s"),
+    (["--request-timeout", "1e300"], "--request-timeout 1e+300 s is longer than"),
+    (["--worker-start-timeout", "1e12"], "--worker-start-timeout 1e+12 s is longer than"),
+    (["--restart-cooldown", "1e300"], "--restart-cooldown 1e+300 s is longer than"),
+    (["--idle-unload-after", "1e300"], "--idle-unload-after 1e+300 s is longer than"),
+    (["--temp-file-ttl", "1e300"], "--temp-file-ttl 1e+300 s is longer than"),
+    (["--monitor-interval", "1e9"], "--monitor-interval 1e+09 s is longer than"),
+    (["--monitor-interval", "0.0001"], "--monitor-interval 0.0001 s would keep a core busy"),
+    (["--max-queue", "99999999999"], "--max-queue 99999999999 is over the most supported, 1000"),
+    (["--max-text-chars", "1000000000"], "--max-text-chars 1000000000 is over the most supported"),
+    (["--max-upload-mb", "1e9"], "--max-upload-mb 1e+09 is over the most supported, 1024"),
+    (["--leak-window", "100000"], "--leak-window 100000 is over"),
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
@@ -85,6 +99,19 @@ def _run_app(*flags) -> tuple[int, str, float]:
 def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, capsys):
     parse_settings(argv)
     assert fragment in capsys.readouterr().err
+
+
+def test_cosyvoice_flags_with_another_engine_are_warned_about(capsys):
+    parse_settings(["--load-trt", "--model-dir", "/tmp"])
+    assert "--load-trt, --model-dir only apply to --engine cosyvoice" in capsys.readouterr().err
+
+
+def test_every_flag_has_help():
+    from cosyvoice_ui.settings import build_parser
+
+    missing = [a.option_strings[0] for a in build_parser()._actions
+               if a.help is None and not a.option_strings[0].startswith("--no-")]
+    assert not missing, f"flags without help text in --help: {missing}"
 
 
 def test_default_settings_warn_about_nothing(monkeypatch, capsys):
