@@ -63,6 +63,21 @@ def test_ansi_escape_sequence_removed_whole():
     assert validate_text("red \x1b[31mtext\x1b[0m here", 200, ("en",)) == "red text here"
 
 
+@pytest.mark.parametrize("text, found", [
+    ("Please meet my friend 王小明 in Beijing tomorrow morning at nine.", "Chinese (王小明)"),
+    ("Our guest today is محمد from the north office.", "Arabic (محمد)"),
+    ("Say hello to 田中さん and 田中 when you arrive at the station.", "Chinese, Japanese (田中さん, 田中)"),
+    ("The word is Hаllo with one Cyrillic letter.", "Russian (а)"),  # a homoglyph pasted in
+])
+def test_a_few_letters_of_another_script_in_english_are_named(text, found):
+    """A name in another script, however short, was read by the English voice as "Chinese
+    letter" (or "Arabic meem") with no note; the refusal names the letters."""
+    with pytest.raises(InputError) as e:
+        validate_text(text, 200, ("en",))
+    assert f"the text contains {found}, which it cannot pronounce" in str(e.value), str(e.value)
+    assert "Latin letters" in str(e.value), str(e.value)
+
+
 def test_a_stray_greek_letter_in_a_formula_is_english():
     assert validate_text("The area is π r² for a circle of radius r.", 200, ("en",))
     assert validate_text("Room ١٢٣ is on the left.", 200, ("en",))  # Arabic-Indic digits are digits

@@ -126,21 +126,32 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
     return cleaned
 
 
+# Greek letters are also symbols (π in a formula, λ for a wavelength): a few of them in a text
+# of another script are read as such. Letters of any other script the engine does not speak are
+# refused however few: an English voice reads a name like 王小明 as "Chinese letter" three times
+# (fifteenth newcomer session), which no user wants and no note would mend.
+_SYMBOL_LANGUAGES = {"el"}
+
+
 def _check_languages(text: str, languages: tuple[str, ...]) -> None:
     counts = detect_languages(text)
     supported = set(languages)
     if supported & _LATIN_LANGUAGES:
         supported.add("en")
     foreign = {lang: n for lang, n in counts.items() if lang not in supported}
-    # A stray symbol-like letter (π in a formula, µ in a unit) does not make a text foreign.
-    if sum(foreign.values()) <= max(1, 0.1 * sum(counts.values())) and set(counts) - set(foreign):
-        return
     if not foreign:
+        return
+    symbols_only = set(foreign) <= _SYMBOL_LANGUAGES and set(counts) - set(foreign)
+    if symbols_only and sum(foreign.values()) <= max(1, 0.1 * sum(counts.values())):
         return
     names = ", ".join(LANGUAGE_NAMES.get(c, c) for c in languages)
     found = ", ".join(LANGUAGE_NAMES.get(c, c) for c in sorted(foreign, key=foreign.get, reverse=True))
+    words = "".join(ch if _script_of(ch) in foreign else " " for ch in text).split()
+    shown = ", ".join(dict.fromkeys(words))
+    shown = shown if len(shown) <= 40 else shown[:40] + "…"
     raise InputError(
-        f"This engine speaks {names} only, and the text contains {found}. "
-        f"Write the text in {names}, or run the app with an engine that speaks {found} "
+        f"This engine speaks {names} only, and the text contains {found} ({shown}), which it cannot "
+        f"pronounce. Write those words in {names} (a name in Latin letters, in pinyin for example), "
+        f"or run the app with an engine that speaks {found} "
         f"(CosyVoice 3 speaks Chinese, English, Japanese, Korean and more; see the README)."
     )
