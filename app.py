@@ -158,15 +158,18 @@ def main(argv: list[str] | None = None) -> int:
                                             timeout_graceful_shutdown=5), drain, stopped, listening,
                             end_streams=lambda: end_streams(app),
                             abort=lambda: supervisor.kill_worker("ended by the app on a second Ctrl-C"))
+    interrupted = False
     try:
         server.run()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # uvicorn raised the SIGINT it captured again, as it does after a signal
+        interrupted = True
     finally:
         drain()  # no-op when the signal path already drained
     if not server.stopped_logged:
         stopped()
-    return 0
+    # 130 (128 + SIGINT), as a shell reports a Ctrl-C; catching the KeyboardInterrupt made it 0,
+    # which a process manager takes for a clean exit (fifteenth newcomer session).
+    return 130 if interrupted else 0
 
 
 class DrainingServer(uvicorn.Server):

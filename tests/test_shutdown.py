@@ -44,7 +44,9 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
         assert not isinstance(results["running"], Exception), results["running"]
         assert results["running"][1]["audio_s"] > 0
         assert isinstance(results["queued"], Exception) and "may be sent again" in str(results["queued"])
-        app.proc.wait(timeout=30)
+        # The signal's status: killed by SIGTERM (uvicorn raises it again); 130 for SIGINT, as a
+        # shell reports a Ctrl-C (it was 0, a clean exit to a process manager).
+        assert app.proc.wait(timeout=30) == {signal.SIGTERM: -signal.SIGTERM, signal.SIGINT: 130}[sig]
         import json
         records = [json.loads(line) for line in ledger.read_text().splitlines()]
         outcomes = {(r["outcome"], r["text_chars"]) for r in records}
@@ -115,8 +117,9 @@ def test_second_ctrl_c_exits_at_once(tmp_path, monkeypatch):
         time.sleep(1.0)
         t0 = time.monotonic()
         app.proc.send_signal(signal.SIGINT)
-        app.proc.wait(timeout=30)
+        code = app.proc.wait(timeout=30)
         exit_s = time.monotonic() - t0
+        assert code == 130, f"exit status {code} after Ctrl-C (130 = 128 + SIGINT, as a shell reports it)"
         log = app.log_path.read_text()
         assert exit_s < 5, f"the second Ctrl-C took {exit_s:.1f} s"
         assert "Traceback" not in log and "timeout graceful shutdown exceeded" not in log, log[-3000:]
