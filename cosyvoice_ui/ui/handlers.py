@@ -18,7 +18,7 @@ import gradio as gr
 
 from .. import synthesis
 from ..engines.base import Capabilities
-from ..errors import UserFacingError
+from ..errors import ServiceStopping, SynthesisFailed, UserFacingError
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings
@@ -122,7 +122,11 @@ class Handlers:
         try:
             yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id)
         except (UserFacingError, AdmissionError) as e:
-            raise gr.Error(str(e), print_exception=False) from None
+            # A request that waited or ran may end long after the click, when its user looked
+            # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;
+            # fifteenth newcomer session). Refusals come at once, while the user looks.
+            lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
+            raise gr.Error(str(e), print_exception=False, duration=None if lasting else 10) from None
 
     def restart(self):
         """Replace the worker process. Returns the restart report as a dict (JSON), with

@@ -244,3 +244,27 @@ def test_nothing_a_user_types_is_rendered_as_html(browser, app):
     _shot(page, "10-html-as-text")
     assert page.evaluate("window.__xss") is None
     assert page.locator("#injected-img, #injected-b, #injected-err").count() == 0
+
+
+def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
+    """A request can fail long after the click (a deadline, a worker that died twice), when its
+    user has looked away: Gradio's pop-up closed itself after 10 s, leaving only "Error" badges.
+    Messages about requests that waited or ran now stay until closed. (After a shutdown, Gradio
+    replaces every pop-up with its own lasting "Connection to the server was lost".)"""
+    from ..conftest import RunningApp
+
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", env={"FAULT_ENGINE_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        page = _page(browser, app)
+        page.locator("#text textarea").fill("invalid: the fault engine refuses this one")
+        page.locator("#generate").click()
+        toast = ("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
+                 ".some(t => t.innerText.includes('The fault engine refuses this text'))")
+        page.wait_for_function(toast, timeout=30_000)
+        page.wait_for_timeout(12_000)  # past Gradio's default 10 s
+        assert page.evaluate(toast), "the failure message closed itself"
+        _shot(page, "failure_message_stays")
+        page.close()
+    finally:
+        app.stop()
