@@ -27,6 +27,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -167,6 +168,8 @@ class Supervisor:
         self._grace_on_stop = restart_grace_s
         self._worker: _Worker | None = None
         self._inflight: _Job | None = None
+        # Each submitted future's job, for withdraw(): a job may be between the queue and the worker.
+        self._jobs: weakref.WeakKeyDictionary[concurrent.futures.Future, _Job] = weakref.WeakKeyDictionary()
         self._state = STARTING
         self._restarts: collections.Counter[str] = collections.Counter()
         self._last_error: str | None = None
@@ -237,6 +240,7 @@ class Supervisor:
                     "Try again in a moment."
                 )
             self._pending.append(job)
+            self._jobs[future] = job
             self._wake.notify_all()
         return future
 
@@ -251,11 +255,10 @@ class Supervisor:
         if future.cancel():
             return
         with self._lock:
-            job = next((j for j in ([self._inflight] if self._inflight else []) + list(self._pending)
-                        if j.future is future), None)
+            job = self._jobs.get(future)
             if job is None or future.done():
                 return
-            job.abandoned = True
+            job.abandoned = True  # seen by _run_job if the job is not on a worker now
             w = self._worker if self._inflight is job else None
         if w is not None:
             log.info("the client of request %s left while it ran: stopping it before its next segment", job.id)
@@ -665,14 +668,16 @@ class Supervisor:
         self._kill(w)
 
     def _run_job(self, job: _Job) -> None:
-        if job.abandoned:  # its client left while it ran on a worker that was since replaced
+        with self._lock:  # the same lock as withdraw(): a withdrawal either sees the job in flight or is seen here
+            abandoned = job.abandoned
+            if not abandoned:
+                w = self._worker
+                self._inflight = job
+                self._state = BUSY
+        if abandoned:  # its client left while it ran on a worker that was since replaced
             self._record(job, "abandoned", error="the client left; not run again after the worker was replaced")
             _fail(job, SynthesisFailed("The client left while this request ran."))
             return
-        with self._lock:
-            w = self._worker
-            self._inflight = job
-            self._state = BUSY
         job.attempts += 1
         self._reset_audio(job, attempt=0)
         if not job.future.running() and not job.future.set_running_or_notify_cancel():
