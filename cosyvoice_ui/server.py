@@ -69,24 +69,10 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
             return unauthorized
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    # Gradio's one-shot REST route skips its queue, and for the generator endpoints it answers
-    # with the first update only ([null, null] while waiting) and drops the audio, which the
-    # worker still synthesizes and the ledger records as delivered (found in the fifth session).
-    # Refused here with what works instead; api_open=False below closes the route inside Gradio too.
-    @app.post("/gradio_api/run/{api_name:path}")
-    @app.post("/gradio_api/api/{api_name:path}")
-    def direct_call_refused(api_name: str, request: fastapi.Request) -> JSONResponse:
-        name = "/" + (api_name.strip("/") or "synthesize")
-        return JSONResponse({"error": (
-            f"POST {request.url.path} (a direct call that skips the queue) is not served: it would return "
-            f"only the first update of this app's endpoints. Use gradio_client "
-            f"(Client(url).predict(..., api_name=\"{name}\")) or the two-step REST call: "
-            f"POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET /gradio_api/call{name}/<event_id>.")},
-            status_code=404)
-
     demo = build_blocks(handlers)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
+    _refuse_direct_calls(app, demo)
     auth = tuple(settings.auth.split(":", 1)) if settings.auth else None
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
@@ -98,6 +84,32 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     demo.has_launched = True
     start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
     return mounted
+
+
+def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
+    """``POST /gradio_api/run/<name>`` (and ``/api/<name>``) for the queued endpoints answers 404
+    with what works instead.
+
+    Gradio's one-shot route skipped the queue and answered a synthesis with its first update,
+    ``[null, null]``, while the worker made audio for no one and the ledger recorded it as ``ok``
+    (found in the fifth session). ``api_open=False`` makes Gradio refuse it too, with "Please join
+    the queue". The page's own ``queue=False`` events (the memory monitor) keep using the route.
+    """
+    queued = sorted({fn.api_name for fn in demo.fns.values() if fn.queue and fn.api_name})
+
+    def refuse(request: fastapi.Request) -> JSONResponse:
+        name = "/" + request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        return JSONResponse({"error": (
+            f"POST {request.url.path} (a direct call that skips the queue) is not served: it would return "
+            f"only the first update of this endpoint. Use gradio_client "
+            f"(Client(url).predict(..., api_name=\"{name}\")) or the two-step REST call: "
+            f"POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET /gradio_api/call{name}/<event_id>.")},
+            status_code=404)
+
+    for prefix in ("run", "api"):
+        for name in queued:
+            for path in (f"/gradio_api/{prefix}/{name}", f"/gradio_api/{prefix}/{name}/"):
+                app.add_api_route(path, refuse, methods=["POST"], include_in_schema=False)
 
 
 def end_streams(app: fastapi.FastAPI) -> None:

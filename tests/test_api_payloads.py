@@ -121,11 +121,12 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     assert "does not download files" in new[0]["error"]
 
 
-@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize", "gradio_api/run/status"])
+@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize/", "gradio_api/run/restart"])
 def test_direct_run_route_is_refused_with_what_works(app, path):
     """Gradio's one-shot ``/run`` route skipped the queue and answered a synthesis with its first
     update, ``[null, null]``, while the worker synthesized the audio nobody received and the
-    ledger recorded it as ``ok``. It is refused before anything runs, naming what works."""
+    ledger recorded it as ``ok``. It is refused for the queued endpoints before anything runs,
+    naming what works; the page's own unqueued events (the memory monitor) still use it."""
     completed = json.loads(gh.http_get(app.url + "healthz")[1])["completed"]
     before = len(ledger_records(app))
     r = httpx.post(app.url + path, json={"data": [TEXT, None, "", "", 1.0, 0, ""]}, timeout=30)
@@ -133,8 +134,11 @@ def test_direct_run_route_is_refused_with_what_works(app, path):
     error = r.json()["error"]
     assert "gradio_client" in error and "POST /gradio_api/call/" in error and path in error, error
     time.sleep(1.0)
-    assert json.loads(gh.http_get(app.url + "healthz")[1])["completed"] == completed
+    status = json.loads(gh.http_get(app.url + "healthz")[1])
+    assert status["completed"] == completed and status["restarts"] == 0, status
     assert len(ledger_records(app)) == before
+    monitor = httpx.post(app.url + "gradio_api/run/refresh_monitor", json={"data": []}, timeout=30)
+    assert monitor.status_code == 200 and "Worker" in monitor.json()["data"][0], monitor.text
 
 
 def test_client_leaving_mid_upload_is_one_log_line(app):
