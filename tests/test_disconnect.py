@@ -107,11 +107,16 @@ def test_queued_request_whose_client_left_is_not_synthesized(app, client):
     client disconnects. The abandoned queued request must not be synthesized (no ``ok`` ledger
     record for it); the running one and a third client's request still complete."""
     _wait_idle(client)
-    running = _start_and_listen(app, RUNNING_TEXT)
+    running = _start_and_listen(app, LONG_TEXT)
     _wait(lambda: client.predict(api_name="/status")["in_flight"], 30, "the long request to start")
     queued = _start_and_listen(app, QUEUED_TEXT)
     _wait(lambda: client.predict(api_name="/status")["queue_depth"] >= 1, 30, "the second request to queue")
     queued.close()  # this client goes away while waiting
+    _wait(lambda: _records_for(app, QUEUED_TEXT), 30, "the withdrawn request's ledger record")
+    # The queue depth drops with the withdrawal, not when the running request ends (it counted the
+    # withdrawn request for as long as the running one took: sixteenth newcomer session).
+    status = client.predict(api_name="/status")
+    assert status["in_flight"] is not None and status["queue_depth"] == 0, status
     _, stats = client.predict(text=OTHER_TEXT, api_name="/synthesize")
     assert stats["audio_s"] > 1.0
     event, _data = gh.parse_sse(running.read().decode())

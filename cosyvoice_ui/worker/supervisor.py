@@ -335,7 +335,8 @@ class Supervisor:
                 "load_s": round(ready.load_s, 3) if ready else None,
                 "restarts": sum(self._restarts.values()),
                 "restarts_by_reason": dict(self._restarts),
-                "queue_depth": len(self._pending),
+                # Withdrawn requests stay in the deque until the dispatcher or submit() drops them.
+                "queue_depth": sum(1 for j in self._pending if not j.future.cancelled()),
                 "max_queue": self.max_queue,
                 "in_flight": self._inflight.id if self._inflight else None,
                 "completed": self._completed,
