@@ -90,6 +90,21 @@ def test_status_and_restart_api(client, app_server):
     assert status == 200
 
 
+def test_api_page_names_parameters_and_describes_endpoints_for_users(app_server):
+    """Gradio's "Use via API" page showed the page's translated labels as "[object Object]", return
+    values as "key", and the handlers' docstrings (notes for developers) as descriptions."""
+    status, body = _get(app_server.url + "gradio_api/info")
+    endpoints = json.loads(body)["named_endpoints"]
+    assert set(endpoints) == {"/synthesize", "/status", "/restart", "/free_cache"}, set(endpoints)
+    synthesize = endpoints["/synthesize"]
+    assert [(p["parameter_name"], p["label"]) for p in synthesize["parameters"]] == [
+        (n, n) for n in ("text", "prompt_audio", "prompt_text", "instruction", "speed", "seed", "speaker")]
+    assert [r["label"] for r in synthesize["returns"]] == ["audio", "stats"]
+    for name, endpoint in endpoints.items():
+        assert endpoint["description"] and "``" not in endpoint["description"], (name, endpoint["description"])
+        assert all(isinstance(r["label"], str) for r in endpoint["returns"]), (name, endpoint["returns"])
+
+
 def test_page_carries_english_and_chinese_strings(app_server):
     status, body = _get(app_server.url + "config")
     config = json.loads(body)

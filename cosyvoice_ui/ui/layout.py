@@ -16,6 +16,33 @@ SPEED_MIN, SPEED_MAX = 0.5, 2.0
 PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 
 
+# Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).
+API_DESCRIPTIONS = {
+    "synthesize": "Speak `text` in the voice of `prompt_audio` (a 3-30 s recording; or a pretrained `speaker` "
+                  "of a CosyVoice model). Optional: `prompt_text` (what the prompt says), `instruction` (an "
+                  "emotion or style such as happy, 用悲伤的语气), `speed` (0.5-2.0), `seed` (-1: random). "
+                  "Returns the WAV and its stats: audio_s, synthesis_s, real_time_factor, peak_memory_bytes, "
+                  "seed, notes, ...",
+    "synthesize_stream": "Like /synthesize, but yields one WAV per chunk as it is made, then the stats.",
+    "status": "Worker state, pid, device, queue depth, restarts and memory figures.",
+    "restart": "Replace the worker process (the running request may finish first); returns old and new pid, "
+               "duration_s, since_press_s and memory before and after. Refused within --restart-cooldown.",
+    "free_cache": "Empty the worker's allocator caches; returns torch reserved (CUDA) and RSS before and after.",
+}
+
+
+def _api_twins(speakers: list[str]) -> list[gr.components.Component]:
+    """Hidden inputs of the API's synthesis endpoints, one per page field, with the same types
+    and defaults, labelled with the parameter names."""
+    return [gr.Textbox(label="text", visible=False),
+            gr.Audio(label="prompt_audio", sources=["upload"], type="filepath", visible=False),
+            gr.Textbox(label="prompt_text", visible=False),
+            gr.Textbox(label="instruction", visible=False),
+            gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="speed", visible=False),
+            gr.Number(value=-1, precision=0, label="seed", visible=False),
+            gr.Dropdown(label="speaker", choices=[("", "")] + [(x, x) for x in speakers], value="", visible=False)]
+
+
 def build_blocks(handlers: Handlers) -> gr.Blocks:
     """Build the Gradio Blocks. Event names (``api_name``) are the stable public API."""
     caps = handlers.capabilities
@@ -71,7 +98,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                     restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")
-                status_json = gr.JSON(visible=False)
+                status_json = gr.JSON(label="report", visible=False)
         # Full width: the ledger has more columns than the monitor column can show.
         ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False)
 
@@ -84,31 +111,34 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         # (inputs/request.py), with messages that name the parameter; Gradio's preprocessing
         # would round a seed of 1.5 and turn any JSON value sent as text into a string.
         limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize", preprocess=False)
-        if not settings.stream:
-            generate.click(handlers.synthesize, inputs=fields, outputs=[output_audio, stats],
-                           api_name="synthesize", **limits)
-        else:
-            generate.click(handlers.synthesize_stream, inputs=fields, outputs=[output_audio, stats],
-                           api_name="synthesize_stream_page", api_visibility="private", **limits)
-            # For API clients: /synthesize returns the whole WAV as without --stream, and
-            # /synthesize_stream yields one WAV per chunk (iterate over client.submit(...)).
-            api_audio = gr.Audio(type="numpy", format="wav", visible=False)
-            api_stats = gr.JSON(visible=False)
-            gr.Button(visible=False).click(handlers.synthesize, inputs=fields, outputs=[api_audio, api_stats],
-                                           api_name="synthesize", **limits)
-            gr.Button(visible=False).click(handlers.synthesize_stream, inputs=fields,
-                                           outputs=[api_audio, api_stats], api_name="synthesize_stream", **limits)
+        page_handler = handlers.synthesize_stream if settings.stream else handlers.synthesize
+        generate.click(page_handler, inputs=fields, outputs=[output_audio, stats],
+                       api_name="synthesize_page", api_visibility="private", **limits)
+        # The API has its own hidden twins of the fields and outputs, labelled with the parameter
+        # names: Gradio's "Use via API" page showed the page's translated labels as "[object
+        # Object]" (sixteenth newcomer session). /synthesize returns the whole WAV, also under
+        # --stream; /synthesize_stream yields one WAV per chunk (iterate over client.submit(...)).
+        api_fields, api_outputs = _api_twins(speakers), [gr.Audio(label="audio", type="numpy", format="wav",
+                                                                  visible=False), gr.JSON(label="stats", visible=False)]
+        gr.Button(visible=False).click(handlers.synthesize, inputs=api_fields, outputs=api_outputs,
+                                       api_name="synthesize", api_description=API_DESCRIPTIONS["synthesize"], **limits)
+        if settings.stream:
+            gr.Button(visible=False).click(handlers.synthesize_stream, inputs=api_fields, outputs=api_outputs,
+                                           api_name="synthesize_stream",
+                                           api_description=API_DESCRIPTIONS["synthesize_stream"], **limits)
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private",
                       concurrency_limit=4, concurrency_id="restart")
         free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private",
                          concurrency_limit=4, concurrency_id="restart")
         gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",
+                                       api_description=API_DESCRIPTIONS["free_cache"],
                                        concurrency_limit=4, concurrency_id="restart")
         # API-only endpoints with stable names.
         gr.Button(visible=False).click(handlers.restart, outputs=status_json, api_name="restart",
+                                       api_description=API_DESCRIPTIONS["restart"],
                                        concurrency_limit=4, concurrency_id="restart")
         gr.Button(visible=False).click(handlers.status, outputs=status_json, api_name="status",
-                                       queue=False)
+                                       api_description=API_DESCRIPTIONS["status"], queue=False)
         timer = gr.Timer(settings.monitor_interval_s)
         # queue=False: the monitor must never wait behind synthesis in Gradio's queue.
         timer.tick(handlers.refresh_monitor, outputs=[status_md, plot, ledger], queue=False,
