@@ -7,6 +7,9 @@ leaves mid-upload), so a client repeating such a request could write megabytes o
 (second and third newcomer sessions). Here:
 
 - a client that leaves while sending its body (Starlette's ``ClientDisconnect``) is one line;
+- a 4xx ``HTTPException`` raised after the response started (Gradio's result stream for an event
+  id it no longer knows, which a client reading a result twice gets: the client was already sent
+  the error) is one line; it logged a 90-line traceback (sixteenth newcomer session);
 - any other error that escapes is logged with its traceback the first time its kind is seen
   (exception type and the line that raised it) and as one line with a count after that, so a
   real bug still shows its traceback once; the client gets a plain 500.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import logging
 import traceback
 
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,12 @@ class QuietRequestErrors:
         except ClientDisconnect:
             log.info("a client left in the middle of %s %s", scope.get("method"), scope.get("path"))
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
+            client_error = _client_error(e)
+            if client_error is not None:
+                log.info("answered %s %s with %d: %.200s", scope.get("method"), scope.get("path"),
+                         client_error.status_code, client_error.detail)
+                await self._finish(send, started, client_error.status_code, str(client_error.detail))
+                return
             self._log(scope, e)
             await self._finish(send, started)
 
@@ -68,13 +78,22 @@ class QuietRequestErrors:
                         request, type(error).__name__, error, count)
 
     @staticmethod
-    async def _finish(send, started: bool) -> None:
+    async def _finish(send, started: bool, status: int = 500, body: str = "Internal Server Error") -> None:
         try:
             if not started:
-                await send({"type": "http.response.start", "status": 500,
+                await send({"type": "http.response.start", "status": status,
                             "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-                await send({"type": "http.response.body", "body": b"Internal Server Error"})
+                await send({"type": "http.response.body", "body": body.encode()})
             else:  # a stream that broke off: end it cleanly
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except Exception:  # noqa: BLE001 - the connection is already gone
             pass
+
+
+def _client_error(error: BaseException) -> HTTPException | None:
+    """The 4xx HTTPException behind ``error`` (itself, or the cause Starlette wraps in "Caught
+    handled exception, but response already started"), or ``None``."""
+    for e in (error, error.__cause__):
+        if isinstance(e, HTTPException) and 400 <= e.status_code < 500:
+            return e
+    return None

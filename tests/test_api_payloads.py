@@ -162,6 +162,18 @@ def test_server_still_synthesizes_with_a_prompt_after_all_that(app):
     assert stats["audio_s"] > 0.3 and stats["prompt_s"] > 3.0
 
 
+def test_reading_a_result_stream_gradio_no_longer_knows_is_one_log_line(app):
+    """Gradio answers a result stream for an event id it does not know (a result read twice, or
+    after it expired) with an error event, then raises 404 after the response started: that
+    logged a 90-line traceback; the client was already told, so it is one line."""
+    log = LogWatch(app)
+    with httpx.Client(timeout=20) as http:
+        r = http.get(app.url + "gradio_api/call/synthesize/0123456789abcdef0123456789abcdef")
+    assert "event: error" in r.text, r.text
+    lines = log.new_lines()
+    assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
+
+
 # Requests Gradio itself fails on with an exception (a ~100-line traceback from uvicorn each).
 JUNK_REQUESTS = [
     ("POST", "gradio_api/queue/join", {"json": {"data": [], "fn_index": 999, "session_hash": "x"}}),
