@@ -68,14 +68,34 @@ def test_ansi_escape_sequence_removed_whole():
     ("Our guest today is محمد from the north office.", "Arabic (محمد)"),
     ("Say hello to 田中さん and 田中 when you arrive at the station.", "Chinese, Japanese (田中さん, 田中)"),
     ("The word is Hаllo with one Cyrillic letter.", "Russian (а)"),  # a homoglyph pasted in
+    # Vowel signs and diacritics belong to their word (it was quoted as "प, र, य" and "م, ح, د").
+    ("Her name is Priya (प्रिया).", "Hindi (प्रिया)"),
+    ("Thanks مُحَمَّد.", "Arabic (مُحَمَّد)"),
+    # Scripts without a range of their own passed unrefused, read out or dropped.
+    ("Meet Արամ and გიორგი today.", "Georgian, Armenian (Արամ, გიორგი)"),
+    ("Meet ሰላም today, and ᚠᚢᚦ too.", "Ethiopic, Runic (ሰላም, ᚠᚢᚦ)"),
+    ("Hello ⠓⠑⠇⠇⠕ in Braille.", "Braille (⠓⠑⠇⠇⠕)"),
 ])
 def test_a_few_letters_of_another_script_in_english_are_named(text, found):
     """A name in another script, however short, was read by the English voice as "Chinese
-    letter" (or "Arabic meem") with no note; the refusal names the letters."""
+    letter" (or "Arabic meem") with no note; the refusal names the words."""
     with pytest.raises(InputError) as e:
         validate_text(text, 200, ("en",))
     assert f"the text contains {found}, which it cannot pronounce" in str(e.value), str(e.value)
-    assert "Latin letters" in str(e.value), str(e.value)
+
+
+def test_refusal_advice_fits_the_script():
+    """Pinyin is advice for Chinese only, and CosyVoice 3 only for languages it speaks."""
+    with pytest.raises(InputError) as chinese:
+        validate_text("Meet 王小明 today.", 200, ("en",))
+    assert "pinyin" in str(chinese.value) and "CosyVoice 3 does" in str(chinese.value)
+    with pytest.raises(InputError) as thai:
+        validate_text("Call มานี today.", 200, ("en",))
+    assert "pinyin" not in str(thai.value) and "CosyVoice" not in str(thai.value), str(thai.value)
+
+
+def test_letter_like_signs_are_not_a_script():
+    assert validate_text("It is 5 µm wide, 1ª edición, Hawaiʻi, Nguyễn Văn A.", 200, ("en",))
 
 
 def test_a_stray_greek_letter_in_a_formula_is_english():

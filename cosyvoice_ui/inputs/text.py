@@ -20,6 +20,8 @@ _SCRIPT_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
     "hi": ((0x0900, 0x097F),),
     "th": ((0x0E00, 0x0E7F),),
 }
+# Languages CosyVoice 3 speaks (engines/cosyvoice/engine.py), for the advice in a refusal.
+_COSYVOICE_LANGUAGES = {"zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru"}
 LANGUAGE_NAMES = {
     "en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ru": "Russian",
     "ar": "Arabic", "he": "Hebrew", "el": "Greek", "hi": "Hindi", "th": "Thai",
@@ -33,14 +35,23 @@ _ANSI_ESCAPE = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
 
 
 def _script_of(ch: str) -> str | None:
+    if "\u2800" <= ch <= "\u28ff":
+        return "braille"  # symbols, but read out one "braille pattern dots-..." name each
     if not ch.isalpha():  # digits (also Arabic-Indic ones), punctuation and symbols have no language
         return None
     cp = ord(ch)
     for lang, ranges in _SCRIPT_RANGES.items():
         if any(lo <= cp <= hi for lo, hi in ranges):
             return lang
-    if "LATIN" in unicodedata.name(ch, ""):
+    name = unicodedata.name(ch, "")
+    if "LATIN" in name:
         return "en"
+    # Any other script (Armenian, Georgian, Ethiopic, Cherokee, runes, ...) by its Unicode name,
+    # so that an engine that does not speak it refuses it rather than reading it out or
+    # dropping it (seventeenth newcomer session). Letter-like signs (µ, ª, modifier letters such as
+    # ʻ and ˈ) name no script and stay neutral.
+    if (" LETTER " in name or " SYLLABLE " in name) and not name.startswith("MODIFIER"):
+        return name.split(" ", 1)[0].lower()
     return None
 
 
@@ -144,14 +155,33 @@ def _check_languages(text: str, languages: tuple[str, ...]) -> None:
     symbols_only = set(foreign) <= _SYMBOL_LANGUAGES and set(counts) - set(foreign)
     if symbols_only and sum(foreign.values()) <= max(1, 0.1 * sum(counts.values())):
         return
-    names = ", ".join(LANGUAGE_NAMES.get(c, c) for c in languages)
-    found = ", ".join(LANGUAGE_NAMES.get(c, c) for c in sorted(foreign, key=foreign.get, reverse=True))
-    words = "".join(ch if _script_of(ch) in foreign else " " for ch in text).split()
-    shown = ", ".join(dict.fromkeys(words))
+    names = ", ".join(_language_name(c) for c in languages)
+    found = ", ".join(_language_name(c) for c in sorted(foreign, key=foreign.get, reverse=True))
+    shown = ", ".join(dict.fromkeys(_words_in(text, set(foreign))))
     shown = shown if len(shown) <= 40 else shown[:40] + "…"
+    latin = " (a Chinese name in pinyin, for example)" if "zh" in foreign and "en" in supported else ""
+    if set(foreign) <= _COSYVOICE_LANGUAGES - supported:
+        other_engine = (f"or run the app with an engine that speaks {found} (CosyVoice 3 does; see the README)")
+    else:
+        other_engine = f"or use an engine that speaks {'them' if len(foreign) > 1 else 'it'}"
     raise InputError(
         f"This engine speaks {names} only, and the text contains {found} ({shown}), which it cannot "
-        f"pronounce. Write those words in {names} (a name in Latin letters, in pinyin for example), "
-        f"or run the app with an engine that speaks {found} "
-        f"(CosyVoice 3 speaks Chinese, English, Japanese, Korean and more; see the README)."
+        f"pronounce. Write those words in {names}{latin}, {other_engine}."
     )
+
+
+def _language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code.capitalize())
+
+
+def _words_in(text: str, scripts: set[str]) -> list[str]:
+    """The runs of letters of ``scripts`` in ``text``, with their combining marks (vowel signs and
+    diacritics, which belong to no script here: without them प्रिया was quoted as "प, र, य")."""
+    words, current = [], ""
+    for ch in text:
+        if _script_of(ch) in scripts or (current and unicodedata.category(ch).startswith("M")):
+            current += ch
+        elif current:
+            words.append(current)
+            current = ""
+    return words + ([current] if current else [])
