@@ -282,6 +282,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _check_environment(parser)
     ns = parser.parse_args(argv)
     values = vars(ns)
+    from_env = _set_by_variables(sys.argv[1:] if argv is None else list(argv))
+    _name_variables_in_errors(parser, from_env)
     if not _DEVICE_RE.match(values["device"]):
         parser.error(f"--device {values['device']!r}: use auto, cpu, cuda or cuda:N (for example cuda:1)")
     for name in ("max_text_chars", "max_segment_chars", "max_queue", "leak_window"):
@@ -318,8 +320,35 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error("--idle-unload-after must be a positive number of seconds")
     _check_upper_limits(parser, values)
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
-    _warn_about_engine_flags(values)
+    _warn_about_engine_flags(values, from_env)
     return Settings(**values)
+
+
+def _set_by_variables(argv: list[str]) -> dict[str, str]:
+    """``{flag: variable}`` for the settings a ``COSYVOICE_UI_*`` variable set (not the command line)."""
+    def given(flag: str) -> bool:
+        return any(a == flag or a.startswith(flag + "=") for a in argv)
+    return {flag: variable for variable, (flag, _) in _ENV_CHECKS.items() if variable in os.environ and not given(flag)}
+
+
+def _name_variables_in_errors(parser: argparse.ArgumentParser, from_env: dict[str, str]) -> None:
+    # A range error about a value that came from a variable names the variable, as a malformed
+    # one does; "--max-queue 1001 is over ..." sent the user looking for a flag they never typed.
+    error = parser.error
+
+    def error_naming_variable(message: str):
+        flag = next((f for f in from_env if re.match(re.escape(f) + r"(?=[ =:]|$)", message)), None)
+        if flag is not None:
+            variable = from_env[flag]
+            message = f"{variable}={os.environ[variable]!r} (the variable for {flag}): {message}"
+        error(message)
+
+    parser.error = error_naming_variable  # type: ignore[method-assign]
+
+
+def _seconds(value: float) -> str:
+    """Seconds as a person writes them: 2592000, not 2.592e+06 (absurd values stay short: 1e+300)."""
+    return f"{value:.0f}" if 1e4 <= abs(value) < 1e10 else f"{value:g}"
 
 
 # Upper limits. A duration past what a thread can wait for (threading.TIMEOUT_MAX, about 292
@@ -341,7 +370,7 @@ def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
     for name in _DURATIONS:
         if values[name] is not None and values[name] > _MAX_DURATION_S:
             flag = "--" + name.removesuffix("_s").replace("_", "-")
-            parser.error(f"{flag} {values[name]:g} s is longer than the longest supported, {_MAX_DURATION_S} s "
+            parser.error(f"{flag} {_seconds(values[name])} s is longer than the longest supported, {_MAX_DURATION_S} s "
                          "(30 days)")
     if values["monitor_interval_s"] < _MIN_MONITOR_INTERVAL_S:
         parser.error(f"--monitor-interval {values['monitor_interval_s']:g} s would keep a core busy sampling "
@@ -352,12 +381,13 @@ def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
             parser.error(f"--{name.replace('_', '-')} {value} is over the most supported, {maximum} ({why})")
 
 
-def _warn_about_engine_flags(values: dict) -> None:
+def _warn_about_engine_flags(values: dict, from_env: dict[str, str]) -> None:
     if values["engine"] == "cosyvoice":
         return
-    given = [flag for flag, name in (("--load-trt", "load_trt"), ("--load-vllm", "load_vllm"),
-                                     ("--model-dir", "model_dir"), ("--cosyvoice-repo", "cosyvoice_repo"))
-             if values[name]]
+    given = [from_env.get(flag, flag) for flag, name in (("--load-trt", "load_trt"), ("--load-vllm", "load_vllm"),
+                                                         ("--model-dir", "model_dir"),
+                                                         ("--cosyvoice-repo", "cosyvoice_repo")) if values[name]]
     if given:
-        print(f"warning: {', '.join(given)} only apply to --engine cosyvoice; with --engine {values['engine']} "
-              "they are ignored.", file=sys.stderr)
+        one = len(given) == 1
+        print(f"warning: {', '.join(given)} only appl{'ies' if one else 'y'} to --engine cosyvoice; with --engine "
+              f"{values['engine']} {'it is' if one else 'they are'} ignored.", file=sys.stderr)

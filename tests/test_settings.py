@@ -43,7 +43,7 @@ from .conftest import ROOT, free_port
     (["--restart-cooldown", "1e300"], "--restart-cooldown 1e+300 s is longer than"),
     (["--idle-unload-after", "1e300"], "--idle-unload-after 1e+300 s is longer than"),
     (["--temp-file-ttl", "1e300"], "--temp-file-ttl 1e+300 s is longer than"),
-    (["--monitor-interval", "1e9"], "--monitor-interval 1e+09 s is longer than"),
+    (["--monitor-interval", "1e9"], "--monitor-interval 1000000000 s is longer than"),
     (["--monitor-interval", "0.0001"], "--monitor-interval 0.0001 s would keep a core busy"),
     (["--max-queue", "99999999999"], "--max-queue 99999999999 is over the most supported, 1000"),
     (["--max-text-chars", "1000000000"], "--max-text-chars 1000000000 is over the most supported"),
@@ -68,6 +68,29 @@ def test_bad_variable_is_named(variable, value, fragment, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         parse_settings([])
     assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variable,value,fragment", [
+    ("COSYVOICE_UI_MAX_QUEUE", "1001", "COSYVOICE_UI_MAX_QUEUE='1001' (the variable for --max-queue): --max-queue 1001 is over"),
+    ("COSYVOICE_UI_MAX_QUEUE", "0", "COSYVOICE_UI_MAX_QUEUE='0' (the variable for --max-queue): --max-queue must be at least 1"),
+    ("COSYVOICE_UI_REQUEST_TIMEOUT", "9999999",
+     "COSYVOICE_UI_REQUEST_TIMEOUT='9999999' (the variable for --request-timeout): --request-timeout 9999999 s is longer"),
+])
+def test_out_of_range_variable_is_named(variable, value, fragment, monkeypatch, capsys):
+    """A value out of range names the variable that set it, as a malformed one does (it named
+    only the flag, which the user never typed)."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit):
+        parse_settings([])
+    assert fragment in capsys.readouterr().err
+
+
+def test_the_flag_wins_and_is_named_over_the_variable(monkeypatch, capsys):
+    monkeypatch.setenv("COSYVOICE_UI_MAX_QUEUE", "5")
+    with pytest.raises(SystemExit):
+        parse_settings(["--max-queue", "1001"])
+    err = capsys.readouterr().err
+    assert "--max-queue 1001 is over" in err and "COSYVOICE_UI_MAX_QUEUE" not in err, err
 
 
 def test_variables_are_read_and_flags_win(monkeypatch):
@@ -101,9 +124,13 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
     assert fragment in capsys.readouterr().err
 
 
-def test_cosyvoice_flags_with_another_engine_are_warned_about(capsys):
+def test_cosyvoice_flags_with_another_engine_are_warned_about(monkeypatch, capsys):
     parse_settings(["--load-trt", "--model-dir", "/tmp"])
     assert "--load-trt, --model-dir only apply to --engine cosyvoice" in capsys.readouterr().err
+    monkeypatch.setenv("COSYVOICE_UI_LOAD_TRT", "1")
+    parse_settings([])
+    assert "COSYVOICE_UI_LOAD_TRT only applies to --engine cosyvoice; with --engine embedded it is ignored" \
+        in capsys.readouterr().err
 
 
 def test_every_flag_has_help():

@@ -173,8 +173,9 @@ class Handlers:
         cooldown_s = self.settings.restart_cooldown_s
         since_s = None if self._last_restart_end is None else time.monotonic() - self._last_restart_end
         if since_s is not None and since_s < cooldown_s:
+            every = f"{cooldown_s:.0f}" if cooldown_s >= 1e4 else f"{cooldown_s:g}"  # not 2.592e+06
             message = (f"The worker was restarted {int(since_s)} s ago; Restart is allowed once every "
-                       f"{cooldown_s:g} s (--restart-cooldown). Try again in {math.ceil(cooldown_s - since_s)} s.")
+                       f"{every} s (--restart-cooldown). Try again in {math.ceil(cooldown_s - since_s)} s.")
             log.info("refused a restart: %s", message)
             raise gr.Error(message, print_exception=False)
 

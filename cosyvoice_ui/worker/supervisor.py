@@ -236,7 +236,8 @@ class Supervisor:
             self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
             if len(self._pending) >= self.max_queue:
                 raise BusyError(
-                    f"The server is busy: {len(self._pending)} requests are already waiting (limit {self.max_queue}). "
+                    f"The server is busy: {len(self._pending)} request{'s are' if len(self._pending) != 1 else ' is'} "
+                    f"already waiting (limit {self.max_queue}). "
                     "Try again in a moment."
                 )
             self._pending.append(job)
