@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import logging
 
 import fastapi
 import gradio as gr
@@ -23,6 +24,8 @@ from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import PAGE_CSS, build_blocks
 from .worker.supervisor import HEALTHY_STATES, Supervisor
+
+log = logging.getLogger(__name__)
 
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
@@ -82,6 +85,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # "launched"; mounting never sets the flag, so without this any caller could make the server
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
     demo.has_launched = True
+    _name_bad_keyword_calls(mounted)
     start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
     return mounted
 
@@ -96,9 +100,11 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
     the queue". The page's own ``queue=False`` events (the memory monitor) keep using the route.
     """
     queued = sorted({fn.api_name for fn in demo.fns.values() if fn.queue and fn.api_name})
+    public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
 
     def refuse(request: fastapi.Request) -> JSONResponse:
-        name = "/" + request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        name = "/" + (name if name in public else "synthesize")  # the page's private events: the API's twin
         return JSONResponse({"error": (
             f"POST {request.url.path} (a direct call that skips the queue) is not served: it would return "
             f"only the first update of this endpoint. Use gradio_client "
@@ -112,6 +118,25 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
                 app.add_api_route(path, refuse, methods=["POST"], include_in_schema=False)
 
 
+def _gradio_apps(app: fastapi.FastAPI) -> list[gradio.routes.App]:
+    return [r.app for r in app.routes if isinstance(getattr(r, "app", None), gradio.routes.App)]
+
+
+def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
+    """Gradio's keyword-argument route (``POST /gradio_api/call/v2/<name>``, its "Use via API"
+    cURL example) raises ``TypeError`` for a parameter name it cannot map ("Parameter `txt` is not
+    a valid key-word argument"), which reached the client as a bare 500 (seventeenth newcomer
+    session). There it is a 422 with that message; elsewhere the error goes on as before."""
+    async def keyword_error(request: fastapi.Request, error: Exception):
+        if request.method != "POST" or "/call/v2/" not in request.url.path:
+            raise error
+        log.info("refused %s %s: %.200s", request.method, request.url.path, error)
+        return JSONResponse({"error": str(error)}, status_code=422)
+
+    for gradio_app in _gradio_apps(app):
+        gradio_app.add_exception_handler(TypeError, keyword_error)
+
+
 def end_streams(app: fastapi.FastAPI) -> None:
     """End Gradio's long-lived streams: each open tab's heartbeat and clients' ``/queue/data``.
 
@@ -121,9 +146,7 @@ def end_streams(app: fastapi.FastAPI) -> None:
     Gradio's own ``Blocks.close()`` does for a launched app (``queue.close()``, ``stop_event``),
     which a mounted app never gets. Call it in the event loop's thread, after the drain.
     """
-    for route in app.routes:
-        sub = getattr(route, "app", None)
-        if isinstance(sub, gradio.routes.App):
-            sub.get_blocks()._queue.close()
-            sub.stop_event.set()
+    for sub in _gradio_apps(app):
+        sub.get_blocks()._queue.close()
+        sub.stop_event.set()
 

@@ -121,7 +121,8 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     assert "does not download files" in new[0]["error"]
 
 
-@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize/", "gradio_api/run/restart"])
+@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize/", "gradio_api/run/restart",
+                                  "gradio_api/run/synthesize_page"])
 def test_direct_run_route_is_refused_with_what_works(app, path):
     """Gradio's one-shot ``/run`` route skipped the queue and answered a synthesis with its first
     update, ``[null, null]``, while the worker synthesized the audio nobody received and the
@@ -133,6 +134,7 @@ def test_direct_run_route_is_refused_with_what_works(app, path):
     assert r.status_code == 404, r.text
     error = r.json()["error"]
     assert "gradio_client" in error and "POST /gradio_api/call/" in error and path in error, error
+    assert "synthesize_page\")" not in error, error  # the page's private event: the API's /synthesize is named
     time.sleep(1.0)
     status = json.loads(gh.http_get(app.url + "healthz")[1])
     assert status["completed"] == completed and status["restarts"] == 0, status
@@ -170,6 +172,16 @@ def test_reading_a_result_stream_gradio_no_longer_knows_is_one_log_line(app):
     with httpx.Client(timeout=20) as http:
         r = http.get(app.url + "gradio_api/call/synthesize/0123456789abcdef0123456789abcdef")
     assert "event: error" in r.text, r.text
+    lines = log.new_lines()
+    assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
+
+
+def test_wrong_keyword_on_the_v2_route_is_named(app):
+    """Gradio's keyword-argument route (its "Use via API" cURL example) answered a parameter name
+    it does not know with a bare 500; the client gets Gradio's message naming it."""
+    log = LogWatch(app)
+    r = httpx.post(app.url + "gradio_api/call/v2/synthesize", json={"txt": "hi"}, timeout=30)
+    assert r.status_code == 422 and "Parameter `txt` is not a valid key-word argument" in r.json()["error"], r.text
     lines = log.new_lines()
     assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
 

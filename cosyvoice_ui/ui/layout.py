@@ -18,8 +18,8 @@ PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).
 API_DESCRIPTIONS = {
-    "synthesize": "Speak `text` in the voice of `prompt_audio` (a 3-30 s recording; or a pretrained `speaker` "
-                  "of a CosyVoice model). Optional: `prompt_text` (what the prompt says), `instruction` (an "
+    "synthesize": "Speak `text` in the voice of `prompt_audio` (3-10 s of speech is best; 1-30 s is accepted) "
+                  "or of a pretrained `speaker` of a CosyVoice model. Optional: `prompt_text` (what the prompt says), `instruction` (an "
                   "emotion or style such as happy, 用悲伤的语气), `speed` (0.5-2.0), `seed` (-1: random). "
                   "Returns the WAV and its stats: audio_s, synthesis_s, real_time_factor, peak_memory_bytes, "
                   "seed, notes, ...",
