@@ -27,7 +27,6 @@ import os
 import threading
 import time
 import uuid
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -168,8 +167,11 @@ class Supervisor:
         self._grace_on_stop = restart_grace_s
         self._worker: _Worker | None = None
         self._inflight: _Job | None = None
-        # Each submitted future's job, for withdraw(): a job may be between the queue and the worker.
-        self._jobs: weakref.WeakKeyDictionary[concurrent.futures.Future, _Job] = weakref.WeakKeyDictionary()
+        # Each unfinished future's job, for withdraw(): a job may be between the queue and the
+        # worker. Entries leave when the future is done. (A WeakKeyDictionary kept them all: the
+        # job, its value, refers to the future, its key, so none was ever collected and the web
+        # process grew by each request's prompt and audio, 1.5 MiB a request in bench/soak.py.)
+        self._jobs: dict[concurrent.futures.Future, _Job] = {}
         self._state = STARTING
         self._restarts: collections.Counter[str] = collections.Counter()
         self._last_error: str | None = None
@@ -243,7 +245,12 @@ class Supervisor:
             self._pending.append(job)
             self._jobs[future] = job
             self._wake.notify_all()
+        future.add_done_callback(self._forget)
         return future
+
+    def _forget(self, future: concurrent.futures.Future) -> None:
+        # No lock: a future may be completed by a thread holding it, and a dict's pop is atomic.
+        self._jobs.pop(future, None)
 
     def withdraw(self, future: concurrent.futures.Future) -> None:
         """The client of the request behind ``future`` (from :meth:`submit`) has left.
