@@ -34,6 +34,13 @@ class FaultEngine(Engine):
                                 fp16=False, seed=False)
 
     def load(self, device: str, fp16: bool) -> dict:
+        if os.environ.get("FAULT_ENGINE_TEMP_FILE"):  # a temporary file, as the Piper backend writes one
+            import tempfile
+
+            fd, path = tempfile.mkstemp(prefix="fault-engine-")
+            os.close(fd)
+            with open(os.path.join(os.environ["FAULT_ENGINE_DIR"], f"tempfile-{os.getpid()}"), "w") as f:
+                f.write(path)
         delay = float(os.environ.get("FAULT_ENGINE_LOAD_S", "0"))
         time.sleep(delay)
         return {"device": "cpu", "dtype": "float32"}

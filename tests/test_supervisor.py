@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -235,6 +236,37 @@ def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_p
         os.kill(stopped, signal.SIGSTOP)
         assert _wait_until(lambda: sup.worker_pid not in (stopped, None), 25), "the stopped worker was not replaced"
         assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
+
+
+def test_worker_killed_while_loading_leaves_no_temporary_files(tmp_path, monkeypatch):
+    """A worker's temporary files (Piper writes 61 MB of ONNX graphs while loading) were left in
+    /tmp for good when it was killed before it could remove them. They now live in a folder of
+    the worker's own, removed once the process is gone, killed or ended."""
+    monkeypatch.setenv("FAULT_ENGINE_TEMP_FILE", "1")
+    with _supervisor(tmp_path, monkeypatch, load_s=3, ready=False) as sup:
+        assert _wait_until(lambda: list(tmp_path.glob("tempfile-*")), 30)
+        marker = next(tmp_path.glob("tempfile-*"))
+        first = marker.read_text()
+        assert os.path.basename(os.path.dirname(first)).startswith("cosyvoice-ui-worker-"), first
+        os.kill(int(marker.name.split("-")[1]), signal.SIGKILL)  # while it loads
+        assert sup.wait_ready(60), sup.status()
+        assert not os.path.exists(os.path.dirname(first)), "the killed worker's temporary folder is still there"
+        second = (tmp_path / f"tempfile-{sup.worker_pid}").read_text()
+        assert os.path.exists(second)
+        sup.stop(grace_s=1)
+        assert not os.path.exists(os.path.dirname(second)), "the stopped worker's temporary folder is still there"
+
+
+def test_folders_of_a_killed_web_process_are_removed_at_start(tmp_path):
+    from cosyvoice_ui.worker.supervisor import remove_stale_scratch
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"cosyvoice-ui-worker-{dead.pid}-abc").mkdir()
+    (tmp_path / f"cosyvoice-ui-worker-{os.getpid()}-def").mkdir()  # a live web process's: kept
+    (tmp_path / "unrelated").mkdir()
+    assert remove_stale_scratch(str(tmp_path)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"cosyvoice-ui-worker-{os.getpid()}-def", "unrelated"]
 
 
 def test_restart_cut_short_by_a_stop_says_so(tmp_path, monkeypatch):

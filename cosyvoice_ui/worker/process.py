@@ -11,6 +11,7 @@ import os
 import queue
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -227,7 +228,8 @@ def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory, ab
 
 
 def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float,
-                engine_options: dict | None = None, empty_cache_after_request: bool = False) -> None:
+                engine_options: dict | None = None, empty_cache_after_request: bool = False,
+                scratch_dir: str | None = None) -> None:
     """Entry point of the worker process.
 
     Args:
@@ -239,10 +241,15 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         engine_options: keyword arguments for the engine class.
         empty_cache_after_request: give the CUDA caching allocator's free blocks back after every
             request (slower next request; the default keeps them for reuse).
+        scratch_dir: the folder for every temporary file of this process (``tempfile`` and
+            ``TMPDIR``); the supervisor removes it once the process is gone, however it ended.
 
     The process exits when told to (:class:`~.protocol.Shutdown`), when the pipe closes (the
     web process is gone), or after sending :class:`~.protocol.LoadFailed`.
     """
+    if scratch_dir:
+        os.environ["TMPDIR"] = scratch_dir  # also for libraries and subprocesses that read it
+        tempfile.tempdir = scratch_dir
     _configure_allocator()
     # Ctrl-C in a terminal, and SIGTERM sent to the process group (systemd, docker, timeout),
     # reach the worker too; the supervisor decides when it stops, so the running request can

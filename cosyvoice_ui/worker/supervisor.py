@@ -24,6 +24,8 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
+import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -90,6 +92,7 @@ class _Worker:
     cpu_s_at_heartbeat: float | None = None  # the process's CPU time (user + system) then
     killed_because: str | None = None  # set when the app itself ends the worker
     memory: msg.MemorySnapshot | None = None
+    scratch: str | None = None  # the worker's temporary folder, removed once the process is gone
     # Several threads send (a request from its own thread, an Abandon, Shutdown): one at a time,
     # or their bytes would interleave in the pipe.
     send_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
@@ -183,6 +186,8 @@ class Supervisor:
 
     def start(self) -> "Supervisor":
         """Start the dispatcher thread, which spawns the first worker. Returns at once."""
+        if remove_stale_scratch():
+            log.info("removed worker temporary folders left by earlier runs that were killed")
         self._thread.start()
         return self
 
@@ -590,15 +595,19 @@ class Supervisor:
 
     def _spawn(self) -> _Worker:
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        # The worker's temporary files (Piper's split ONNX graphs, 61 MB; CosyVoice's prompt WAVs)
+        # go to a folder of its own, removed here once the process is gone: a worker killed while
+        # loading left them in /tmp for good (eighteenth newcomer session).
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         process = self._ctx.Process(
             target=worker_main, name="cosyvoice-ui-worker", daemon=True,
             args=(child_conn, self.engine, self.device, self.fp16, self.heartbeat_interval_s),
             kwargs={"engine_options": self.engine_options,
-                    "empty_cache_after_request": self.empty_cache_after_request},
+                    "empty_cache_after_request": self.empty_cache_after_request, "scratch_dir": scratch},
         )
         process.start()
         child_conn.close()
-        w = _Worker(process=process, conn=parent_conn, started_at=time.monotonic())
+        w = _Worker(process=process, conn=parent_conn, started_at=time.monotonic(), scratch=scratch)
         log.info("worker started: pid %s (engine %s, device %s)", process.pid, self.engine, self.device)
         return w
 
@@ -665,6 +674,8 @@ class Supervisor:
             w.conn.close()
         except OSError:
             pass
+        if w.scratch and not w.process.is_alive():
+            shutil.rmtree(w.scratch, ignore_errors=True)
 
     def kill_worker(self, because: str = "ended by the app") -> None:
         """End the worker process at once (SIGKILL), for "exit now" during a stop: its request
@@ -977,6 +988,22 @@ class Supervisor:
             outcome=outcome, error=error,
             memory_before_bytes=stats.memory_before_bytes if stats else None,
             predicted_peak_bytes=job.predicted_peak_bytes))
+
+
+SCRATCH_PREFIX = "cosyvoice-ui-worker-"  # + the web process's pid
+
+
+def remove_stale_scratch(folder: str | None = None) -> int:
+    """Remove the workers' temporary folders left by web processes that are gone (killed with
+    SIGKILL, so their supervisor never cleaned up). Returns how many were removed."""
+    folder = folder or tempfile.gettempdir()
+    removed = 0
+    for name in os.listdir(folder):
+        owner = name[len(SCRATCH_PREFIX):].split("-", 1)[0] if name.startswith(SCRATCH_PREFIX) else ""
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def _send(w: _Worker, message) -> None:
