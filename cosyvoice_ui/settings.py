@@ -308,6 +308,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         problem = _append_problem(values[name]) if values[name] else None
         if problem:
             parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
+    if values["gpu_log"] and values["ledger"] and os.path.realpath(values["gpu_log"]) == os.path.realpath(values["ledger"]):
+        # The memory log's text lines made the JSON-lines ledger unreadable (eighteenth newcomer session).
+        parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}); give each its own")
     if values["engine"] == "cosyvoice":
         for name in ("model_dir", "cosyvoice_repo"):
             flag = "--" + name.replace("_", "-")

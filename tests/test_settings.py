@@ -35,6 +35,7 @@ from .conftest import ROOT, free_port
     (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
     (["--ledger", "/proc/version"], "is a system file"),
     (["--gpu-log", "{tmp}"], "--gpu-log"),
+    (["--gpu-log", "{tmp}/x.log", "--ledger", "{tmp}/../{tmp.name}/x.log"], "--gpu-log and --ledger name the same file"),
     # Past what a thread can wait for, these made Restart, Free cache and SIGTERM raise
     # OverflowError, and the app never exited (fifteenth newcomer session).
     (["--restart-grace", "1e10"], "--restart-grace 1e+10 s is longer than the longest supported, 2592000 s"),
