@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -43,6 +44,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for(predicate, timeout_s: float, what: str):
+    """Poll ``predicate`` every 50 ms until it returns something truthy, and return that; raise
+    AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
 class RunningApp:
     """``python app.py`` in a subprocess on a free port, as a user would start it."""
 
@@ -69,6 +82,14 @@ class RunningApp:
                 last = e
             time.sleep(0.3)
         raise TimeoutError(f"app not healthy after {timeout_s} s ({last}):\n{self.log_path.read_text()[-3000:]}")
+
+    def status(self) -> dict:
+        """``/healthz``'s status JSON (also when it answers 503)."""
+        try:
+            with urllib.request.urlopen(self.url + "healthz", timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read())
 
     def stop(self) -> None:
         if self.proc.poll() is None:

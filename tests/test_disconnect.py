@@ -25,7 +25,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from . import gradio_http as gh
-from .conftest import PROMPTS_DIR, serve_with_ledger
+from .conftest import PROMPTS_DIR, serve_with_ledger, wait_for
 
 SENTENCE = "The quick brown fox jumps over the lazy dog near the quiet river bank."
 # Distinct lengths identify each request in the ledger (text_chars).
@@ -57,16 +57,6 @@ def _records_for(app, text: str) -> list[dict]:
     return [r for r in _ledger(app) if r["text_chars"] == len(text)]
 
 
-def _wait(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def _start_and_listen(app, text: str):
     event_id = gh.start_call(app.url, "synthesize", gh.endpoint_data(app.url, "synthesize", text=text))
     return gh.open_result_stream(app.url, "synthesize", event_id, timeout_s=120)
@@ -76,7 +66,7 @@ def _wait_idle(client, timeout_s: float = 90.0) -> dict:
     def idle():
         s = client.predict(api_name="/status")
         return s if s["in_flight"] is None and s["queue_depth"] == 0 else None
-    return _wait(idle, timeout_s, "the worker to be idle")
+    return wait_for(idle, timeout_s, "the worker to be idle")
 
 
 def test_running_request_whose_client_left_stops_and_others_are_served(app, client):
@@ -85,7 +75,7 @@ def test_running_request_whose_client_left_stops_and_others_are_served(app, clie
     request (with a real prompt) gets audio, the worker pid is unchanged and /healthz is 200."""
     before = _wait_idle(client)
     stream = _start_and_listen(app, LONG_TEXT)
-    _wait(lambda: client.predict(api_name="/status")["in_flight"], 30, "the long request to start")
+    wait_for(lambda: client.predict(api_name="/status")["in_flight"], 30, "the long request to start")
     stream.close()  # the client goes away mid-request
     t0 = time.monotonic()
     _, stats = client.predict(text=OTHER_TEXT, prompt_audio=handle_file(str(PROMPTS_DIR / "f5_main.flac")),
@@ -95,7 +85,7 @@ def test_running_request_whose_client_left_stops_and_others_are_served(app, clie
     after = _wait_idle(client)
     assert after["pid"] == before["pid"] == stats["worker_pid"] and after["restarts"] == before["restarts"]
     assert gh.http_get(app.url + "healthz")[0] == 200
-    records = _wait(lambda: _records_for(app, LONG_TEXT), 30, "the abandoned request's ledger record")
+    records = wait_for(lambda: _records_for(app, LONG_TEXT), 30, "the abandoned request's ledger record")
     assert [r["outcome"] for r in records] == ["abandoned"], records
     done, total = map(int, re.search(r"stopped after (\d+) of (\d+) segments", records[0]["error"]).groups())
     assert total == records[0]["segments"] >= 6 and done <= total - 3, records[0]
@@ -108,11 +98,11 @@ def test_queued_request_whose_client_left_is_not_synthesized(app, client):
     record for it); the running one and a third client's request still complete."""
     _wait_idle(client)
     running = _start_and_listen(app, LONG_TEXT)
-    _wait(lambda: client.predict(api_name="/status")["in_flight"], 30, "the long request to start")
+    wait_for(lambda: client.predict(api_name="/status")["in_flight"], 30, "the long request to start")
     queued = _start_and_listen(app, QUEUED_TEXT)
-    _wait(lambda: client.predict(api_name="/status")["queue_depth"] >= 1, 30, "the second request to queue")
+    wait_for(lambda: client.predict(api_name="/status")["queue_depth"] >= 1, 30, "the second request to queue")
     queued.close()  # this client goes away while waiting
-    _wait(lambda: _records_for(app, QUEUED_TEXT), 30, "the withdrawn request's ledger record")
+    wait_for(lambda: _records_for(app, QUEUED_TEXT), 30, "the withdrawn request's ledger record")
     # The queue depth drops with the withdrawal, not when the running request ends (it counted the
     # withdrawn request for as long as the running one took: sixteenth newcomer session).
     status = client.predict(api_name="/status")

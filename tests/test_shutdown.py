@@ -12,20 +12,7 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from .conftest import RunningApp
-
-
-def _wait_for_status(app, predicate, timeout_s: float = 30.0) -> None:
-    import json
-    import urllib.request
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
-            if predicate(json.loads(r.read())):
-                return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for the app's status")
+from .conftest import RunningApp, wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -47,10 +34,10 @@ def test_signal_drains_then_exits_without_leftovers(sig, tmp_path, monkeypatch):
 
         running = threading.Thread(target=call, args=("running", "sleep:3 running while we stop"))
         running.start()
-        _wait_for_status(app, lambda s: s["in_flight"] is not None)
+        wait_for(lambda: app.status()["in_flight"] is not None, 30, "the first request to run")
         queued = threading.Thread(target=call, args=("queued", "queued behind it"))
         queued.start()
-        _wait_for_status(app, lambda s: s["queue_depth"] >= 1)  # a fixed sleep was too short under load
+        wait_for(lambda: app.status()["queue_depth"] >= 1, 30, "the second to queue")  # a fixed sleep was too short under load
         app.proc.send_signal(sig)
         running.join(30)
         queued.join(30)
