@@ -248,6 +248,11 @@ def _check_environment(parser: argparse.ArgumentParser) -> None:
                   f"{', '.join(sorted(_ENV_CHECKS))}", file=sys.stderr)
             continue
         flag, check = _ENV_CHECKS[variable]
+        if not value.strip():
+            # Refused rather than read as "unset": COSYVOICE_UI_AUTH=$UNDEFINED would otherwise
+            # serve with no password without a word.
+            parser.error(f"{variable} is set but empty (the variable for {flag}); give it a value or unset it "
+                         f"(unset {variable})")
         try:
             check(value)
         except (ValueError, TypeError, argparse.ArgumentTypeError) as e:

@@ -101,6 +101,19 @@ def test_variables_are_read_and_flags_win(monkeypatch):
     assert parse_settings(["--max-queue", "5"]).max_queue == 5
 
 
+@pytest.mark.parametrize("variable", ["COSYVOICE_UI_STREAM", "COSYVOICE_UI_GPU_LOG", "COSYVOICE_UI_AUTH",
+                                      "COSYVOICE_UI_HOST", "COSYVOICE_UI_MAX_QUEUE"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_empty_variable_is_refused(variable, value, monkeypatch, capsys):
+    """An empty variable is refused alike for every setting (a switch or a path took it as "off",
+    the host refused it); read as unset, COSYVOICE_UI_AUTH=$UNDEFINED would serve with no password."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit) as e:
+        parse_settings([])
+    assert e.value.code == 2
+    assert f"{variable} is set but empty" in capsys.readouterr().err
+
+
 def test_misspelled_variable_is_warned_about(monkeypatch, capsys):
     monkeypatch.setenv("COSYVOICE_UI_MAXQUEUE", "3")
     settings = parse_settings([])
