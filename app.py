@@ -6,7 +6,9 @@ that the supervisor spawns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -119,8 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     if monitor.nvml_error:
         log.info("GPU monitor: NVML unavailable (%s); showing host memory instead", monitor.nvml_error)
     log.info("loading the %s engine in the worker process ...", settings.engine)
-    import torchaudio.functional  # noqa: F401 - the prompt resampler; loaded now, not on the first request
-    if not supervisor.wait_ready(settings.worker_start_timeout_s + 5):
+    try:
+        with _signals_end_loading():
+            import torchaudio.functional  # noqa: F401 - the prompt resampler; loaded now, not on the first request
+            ready = supervisor.wait_ready(settings.worker_start_timeout_s + 5)
+    except _StopWhileLoading as stop:
+        # uvicorn's handlers (drain, then a "stopped" line) are not installed yet; without this
+        # the default SIGTERM action ended the process with nothing in the log.
+        log.info("shutting down while the model loads (%s): ending the worker", stop.signal_name)
+        supervisor.stop(grace_s=1)
+        monitor.stop()
+        log.info("stopped: the worker has ended; exiting")
+        if stop.signum == signal.SIGTERM:  # ended by SIGTERM, as after a drain while serving
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return 130  # SIGINT: as a shell reports a Ctrl-C, as after a drain while serving
+    if not ready:
         # A model that cannot load at start (no GPU for --device cuda, a bad engine) is a
         # configuration error: say so and exit instead of serving a page that cannot work.
         print(f"error: {supervisor.status()['last_error']}", file=sys.stderr)
@@ -170,6 +186,31 @@ def main(argv: list[str] | None = None) -> int:
     # 130 (128 + SIGINT), as a shell reports a Ctrl-C; catching the KeyboardInterrupt made it 0,
     # which a process manager takes for a clean exit (fifteenth newcomer session).
     return 130 if interrupted else 0
+
+
+class _StopWhileLoading(BaseException):
+    """SIGTERM or SIGINT arrived before the server was listening."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def _signals_end_loading():
+    """While the model loads, SIGTERM and SIGINT raise :class:`_StopWhileLoading` in the main
+    thread; the previous handlers come back afterwards (uvicorn installs its own later)."""
+    def handler(signum, frame):
+        raise _StopWhileLoading(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)
+                if signal.getsignal(sig) is not signal.SIG_IGN}  # an ignored SIGINT (nohup, &) stays ignored
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 class DrainingServer(uvicorn.Server):

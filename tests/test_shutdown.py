@@ -183,3 +183,29 @@ def test_stream_leaves_no_ffmpeg_folder_behind(tmp_path):
     finally:
         app.stop()
     assert not list(temp.glob("cosyvoice-ui-ffmpeg-*"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_while_the_model_loads_stops_with_a_log(sig, tmp_path, monkeypatch):
+    """Before the server listens, uvicorn's handlers are not there yet: SIGTERM ended the process
+    with nothing in the log after "loading" (eighteenth newcomer session), and SIGINT printed
+    KeyboardInterrupt's traceback (once it had not exited 40 s later). Now both end the loading worker and log the shutdown, with the same exit status as
+    a stop while serving."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "60")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        wait_for(lambda: "worker started" in app.log_path.read_text(), 60, "the worker to start loading")
+        children = psutil.Process(app.proc.pid).children(recursive=True)
+        assert children, "the loading worker should be a child of the app"
+        app.proc.send_signal(sig)
+        assert app.proc.wait(timeout=30) == {signal.SIGTERM: -signal.SIGTERM, signal.SIGINT: 130}[sig]
+        lines = app.log_path.read_text().splitlines()
+        assert any(f"shutting down while the model loads ({sig.name})" in line for line in lines), lines[-5:]
+        assert "stopped: the worker has ended" in lines[-1], lines[-5:]
+        assert not any("Traceback" in line for line in lines), lines
+        time.sleep(0.5)
+        alive = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        assert not alive, f"left behind: {[c.pid for c in alive]}"
+    finally:
+        app.stop()
