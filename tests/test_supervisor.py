@@ -155,6 +155,27 @@ def test_full_queue_answers_busy_at_once(fault_supervisor):
         f.result(timeout=30)
 
 
+@pytest.mark.parametrize("moment", ["loading", "unloaded"])
+def test_queue_takes_as_many_while_the_model_loads(moment, tmp_path, monkeypatch):
+    """With the model loaded, --max-queue 2 takes a burst's first request to run plus 2 waiting.
+    While the model loads (at start, or after an idle unload) the first one waits for the load in
+    the queue; it took a waiting slot, so a burst of 5 got 2 accepted instead of 3 (helper-18)."""
+    with _supervisor(tmp_path, monkeypatch, load_s=3, ready=(moment == "unloaded"), max_queue=2,
+                     idle_unload_after_s=1.0 if moment == "unloaded" else None) as sup:
+        if moment == "unloaded":
+            assert _wait_until(lambda: sup.status()["state"] == "unloaded", 10), sup.status()
+        accepted, busy = [], []
+        for i in range(5):
+            try:
+                accepted.append(sup.submit(SynthesisRequest(text=f"burst {i}")))
+            except BusyError as e:
+                busy.append(str(e))
+        assert len(accepted) == 3 and len(busy) == 2, (len(accepted), busy)
+        assert "2 requests are already waiting (limit 2)" in busy[0]
+        for f in accepted:
+            f.result(timeout=60)
+
+
 def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor):
     first = fault_supervisor.submit(SynthesisRequest(text="sleep:1 running during restart"))
     while fault_supervisor.status()["in_flight"] is None:

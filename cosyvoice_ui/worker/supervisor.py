@@ -241,9 +241,14 @@ class Supervisor:
                 raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
             # Requests withdrawn by clients that left hold no slot.
             self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
-            if len(self._pending) >= self.max_queue:
+            # While no worker is ready (loading at start, after a restart or an idle unload), the
+            # request that runs next waits in the queue rather than in flight; it takes no waiting
+            # slot, or a burst got one fewer accepted than with the model loaded (helper-18).
+            next_to_run = 1 if self._inflight is None and self._state not in (READY, BUSY) else 0
+            waiting = len(self._pending) - min(next_to_run, len(self._pending))
+            if waiting >= self.max_queue:
                 raise BusyError(
-                    f"The server is busy: {len(self._pending)} request{'s are' if len(self._pending) != 1 else ' is'} "
+                    f"The server is busy: {waiting} request{'s are' if waiting != 1 else ' is'} "
                     f"already waiting (limit {self.max_queue}). "
                     "Try again in a moment."
                 )
