@@ -47,10 +47,38 @@ def test_every_preset_is_understood():
         assert parsed.styles and not parsed.unrecognized, preset
 
 
-@pytest.mark.parametrize("instruction", ["not happy", "don't whisper", "不开心", "别生气"])
+@pytest.mark.parametrize("instruction", [
+    "not happy", "don't whisper", "不开心", "别生气",
+    # Across intensifiers and with "less": these were applied as the style they negate.
+    "not too fast", "less happy", "不要太快", "不太快", "别那么生气",
+])
 def test_negated_styles_are_not_applied_and_are_reported(instruction):
+    """A negated style is reported whole, with its negation, and not applied."""
     parsed = parse_instruction(instruction)
-    assert parsed.styles == () and parsed.unrecognized, parsed
+    assert parsed.styles == () and parsed.unrecognized == (instruction,), parsed
+
+
+def test_negation_reaches_only_the_style_it_governs():
+    parsed = parse_instruction("happy, not too fast")
+    assert parsed.styles == ("happy",) and parsed.unrecognized == ("not too fast",), parsed
+    assert parse_instruction("特别开心").styles == ("happy",)  # 别 inside 特别 ("especially") negates nothing
+
+
+@pytest.mark.parametrize("instruction,pair", [
+    ("happy sad", ("happy", "sad")), ("fast slow", ("fast", "slow")), ("whisper loudly", ("loud", "whisper")),
+    ("开心又难过", ("happy", "sad")),
+])
+def test_styles_that_undo_each_other_are_not_applied(instruction, pair):
+    """Both styles of a contradictory pair were applied at once ("whisper loudly" whispered at
+    +0 dB) without a word; now neither is, and the pair is reported."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == () and parsed.contradictions == (pair,), parsed
+    assert parsed.prosody == STYLES["fast"].__class__()
+
+
+def test_words_in_other_alphabets_are_reported_whole():
+    """"fröhlich" was reported as 'fr', 'ö', 'hlich'."""
+    assert parse_instruction("fröhlich").unrecognized == ("fröhlich",)
 
 
 def test_emoji_instruction_is_reported():

@@ -86,8 +86,10 @@ class EmbeddedEngine(Engine):
             notes.append(
                 "Instruction not applied: " + ", ".join(repr(u) for u in parsed.unrecognized)
                 + ". The embedded engine understands: happy, sad, angry, calm, whisper, fast, slow, loud, soft "
-                "(开心/高兴, 悲伤/难过, 生气/愤怒, 平静, 耳语/悄悄, 快, 慢, 大声, 小声)."
+                "(开心/高兴, 悲伤/难过, 生气/愤怒, 平静, 耳语/悄悄, 快, 慢, 大声, 小声); negated styles are not applied."
             )
+        for a, b in parsed.contradictions:
+            notes.append(f"Instruction not applied: '{a}' and '{b}' undo each other; ask for one of them.")
         if request.seed >= 0 and isinstance(self._backend, OnnxBackend):
             notes.append("ONNX Runtime draws its own noise, so the seed was not applied "
                          "(--engine embedded-torch applies it).")

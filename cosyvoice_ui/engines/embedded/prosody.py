@@ -88,7 +88,17 @@ _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调",
                    "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
                    "、", "！", "？", "和", "又", "再")
 
-_NEGATIONS = {"not", "no", "don't", "dont", "never", "without", "un"}
+# A negation turns off the style it governs, also across intensifiers ("not too fast", "不要太快"):
+# "not too fast" was applied as "fast" (nineteenth newcomer session). "less" counts as one: the
+# engine has no "less happy" (half the prosody change) to offer.
+_NEGATIONS = {"not", "no", "don't", "dont", "never", "without", "un", "less", "nor", "stop"}
+_NEGATION_SCOPE = {"too", "so", "very", "overly", "that", "as", "much", "more", "any", "at", "all", "a", "bit",
+                   "little", "be", "sound", "speak", "talk", "read", "say", "it", "in", "with", "tone", "way"}
+_CHINESE_NEGATIONS = ("不要", "不用", "没有", "没", "不", "别")
+_CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这样", "很", "过于", "特别", "非常", "用", "以")
+# Styles that undo each other; asked for together, neither is applied ("fast slow" averaged to
+# nothing audible, "whisper loudly" whispered at +0 dB).
+_CONTRADICTIONS = (("happy", "sad"), ("fast", "slow"), ("loud", "soft"), ("loud", "whisper"), ("calm", "angry"))
 
 PRESETS: tuple[str, ...] = (
     "happy", "sad", "angry", "calm", "whisper", "fast", "slow", "loud", "soft",
@@ -103,20 +113,26 @@ class ParsedInstruction:
     Attributes:
         styles: the recognized styles in the order met (keys of :data:`STYLES`).
         prosody: the styles combined.
-        unrecognized: parts of the instruction that were not applied, for the user to see.
+        unrecognized: parts of the instruction that were not applied, for the user to see
+            (a negated style comes with its negation: "not too fast", "不要太快").
+        contradictions: pairs of styles asked for together that undo each other; neither of a
+            pair is applied.
     """
 
     styles: tuple[str, ...]
     prosody: Prosody
     unrecognized: tuple[str, ...]
+    contradictions: tuple[tuple[str, str], ...] = ()
 
 
 def parse_instruction(instruction: str | None) -> ParsedInstruction:
     """Find the styles an instruction asks for.
 
     English words are matched whole and case-insensitively; Chinese phrases as substrings,
-    longest first. Whatever remains after styles and filler words are removed is returned in
-    ``unrecognized`` so the caller can tell the user it was not applied.
+    longest first. A negation ("not", "less", 不, 别, 不要 ...) turns off the style it governs,
+    also across intensifiers ("not too fast", "不要太快"). Whatever remains after styles and
+    filler words are removed is returned in ``unrecognized`` so the caller can tell the user it
+    was not applied; styles that undo each other ("fast" with "slow") in ``contradictions``.
 
     Args:
         instruction: free text such as ``"speak happily and fast"`` or ``"用悲伤的语气"``.
@@ -126,32 +142,40 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
     """
     text = (instruction or "").strip()
     found: list[tuple[int, str]] = []
-    # Chinese first: remove matched phrases so shorter ones (快) do not match inside them.
+    unrecognized: list[tuple[int, str]] = []  # (position, text): reported in the order written
+    # Chinese first: blank matched phrases out so shorter ones (快) do not match inside them.
     remaining = text
     phrases = sorted(((p, s) for s, ps in _CHINESE_PHRASES.items() for p in ps), key=lambda x: -len(x[0]))
     for phrase, style in phrases:
-        while True:
-            idx = remaining.find(phrase)
-            if idx < 0:
-                break
-            found.append((idx, style))
-            remaining = remaining[:idx] + " " * len(phrase) + remaining[idx + len(phrase):]
+        while (idx := remaining.find(phrase)) >= 0:
+            start = _chinese_negation_start(remaining, idx)
+            end = idx + len(phrase)
+            if start is None:
+                found.append((idx, style))
+                start = idx
+            else:
+                unrecognized.append((start, text[start:end]))
+            remaining = remaining[:start] + " " * (end - start) + remaining[end:]
     word_to_style = {w: s for s, ws in _ENGLISH_WORDS.items() for w in ws}
-    unrecognized: list[str] = []
-    negated_at = -10
-    for match in re.finditer(r"[A-Za-z']+|[^\sA-Za-z']+", remaining):
+    negation: tuple[int, int] | None = None  # (index in unrecognized, start) of an open negation
+    for match in re.finditer(r"\w+(?:'\w+)*|[^\w\s]+", remaining):
         token = match.group(0)
         lower = token.lower()
         if lower in _NEGATIONS:
-            negated_at = match.end()
-            unrecognized.append(token)
+            unrecognized.append((match.start(), token))
+            negation = (len(unrecognized) - 1, match.start())
             continue
         if lower in word_to_style:
-            if match.start() - negated_at <= 1:  # "not happy": a negated style is not applied
-                unrecognized[-1] = f"{unrecognized[-1]} {token}"
+            if negation is not None:  # "not too happy": the negated style is reported, not applied
+                i, start = negation
+                unrecognized[i] = (start, text[start:match.end()])
+                negation = None
             else:
                 found.append((match.start(), word_to_style[lower]))
             continue
+        if negation is not None and lower in _NEGATION_SCOPE:
+            continue
+        negation = None
         if lower in _ENGLISH_FILLER:
             continue
         leftover = token
@@ -160,19 +184,27 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
         # Only punctuation is noise; letters, emoji and other symbols are something asked for.
         leftover = "".join(ch for ch in leftover if not unicodedata.category(ch).startswith(("P", "Z")))
         if leftover:
-            unrecognized.append(token)
-    # Chinese negation directly before a phrase (不开心, 别生气): drop that style, report it.
-    for neg in ("不要", "不", "别", "没有"):
-        for phrase, style in phrases:
-            idx = text.find(neg + phrase)
-            if idx >= 0:
-                found = [(i, s) for i, s in found if not (i == idx + len(neg) and s == style)]
-                unrecognized.append(neg + phrase)
+            unrecognized.append((match.start(), token))
     styles: list[str] = []
     for _, style in sorted(found):
         if style not in styles:
             styles.append(style)
+    contradictions = tuple((a, b) for a, b in _CONTRADICTIONS if a in styles and b in styles)
+    styles = [s for s in styles if not any(s in pair for pair in contradictions)]
     prosody = Prosody()
     for style in styles:
         prosody = prosody.combine(STYLES[style])
-    return ParsedInstruction(styles=tuple(styles), prosody=prosody, unrecognized=tuple(unrecognized))
+    return ParsedInstruction(styles=tuple(styles), prosody=prosody,
+                             unrecognized=tuple(t for _, t in sorted(unrecognized)), contradictions=contradictions)
+
+
+def _chinese_negation_start(text: str, idx: int) -> int | None:
+    """Where a negation governing the phrase at ``idx`` starts (不开心, 不要太快, 别那么生气), or None."""
+    end = idx
+    while True:
+        scope = next((w for w in _CHINESE_NEGATION_SCOPE if text.endswith(w, 0, end)), None)
+        if scope is None:
+            break
+        end -= len(scope)
+    negation = next((n for n in _CHINESE_NEGATIONS if text.endswith(n, 0, end)), None)
+    return None if negation is None else end - len(negation)
