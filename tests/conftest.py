@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +39,10 @@ def pytest_configure(config) -> None:
             if time.time() - entry.stat().st_mtime > 86400:
                 shutil.rmtree(entry, ignore_errors=True)
     folder = tempfile.mkdtemp(prefix=TEST_TEMP_PREFIX, dir=base)
+    # A run started in the background by a script (`cmd &`) begins with SIGINT ignored, and every
+    # app it starts would inherit that: the Ctrl-C tests then failed for the way they were run.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder
     config._cosyvoice_ui_temp = folder
