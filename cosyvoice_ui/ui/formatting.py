@@ -106,6 +106,14 @@ def free_cache_markdown(report: dict) -> str:
     return " ".join(parts)
 
 
+def restart_pending_markdown(request_running: bool, restart_grace_s: float) -> str:
+    """What a Restart press is waiting for, shown until its report replaces it."""
+    if request_running:
+        return (f"Restarting: waiting for the running request to finish (at most {restart_grace_s:g} s, "
+                "--restart-grace), then loading the model again …")
+    return "Restarting: loading the model again …"
+
+
 def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
     """Summary of a restart: duration, pids, memory before/after."""
     before = report.get("memory_before") or {}

@@ -180,8 +180,18 @@ class Handlers:
             raise gr.Error(message, print_exception=False)
 
     def restart_ui(self):
-        report = self.restart()
-        return formatting.restart_markdown(report, report.get("old_pid_gpu_bytes"))
+        """The page's Restart: first what the restart waits for, then the report. Gradio's own
+        progress showed an estimate from earlier, quicker restarts ("processing | 21.6/2.5s")
+        while the press waited for a running request (seventeenth newcomer session)."""
+        self._refuse_within_cooldown()  # before saying "restarting" (restart() checks again)
+        yield formatting.restart_pending_markdown(self.supervisor.status()["in_flight"] is not None,
+                                                  self.settings.restart_grace_s)
+        try:
+            report = self.restart()
+        except gr.Error:
+            yield ""
+            raise
+        yield formatting.restart_markdown(report, report.get("old_pid_gpu_bytes"))
 
     def record_refused_call(self, api_name: str | None, message: str) -> None:
         """A synthesis call whose payload Gradio could not prepare (a URL or foreign path as the

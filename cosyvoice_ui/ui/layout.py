@@ -126,7 +126,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
             gr.Button(visible=False).click(handlers.synthesize_stream, inputs=api_fields, outputs=api_outputs,
                                            api_name="synthesize_stream",
                                            api_description=API_DESCRIPTIONS["synthesize_stream"], **limits)
-        restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private",
+        restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
                       concurrency_limit=4, concurrency_id="restart")
         free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private",
                          concurrency_limit=4, concurrency_id="restart")

@@ -268,3 +268,31 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
         page.close()
     finally:
         app.stop()
+
+
+def test_restart_says_what_it_waits_for(browser, tmp_path):
+    """A Restart pressed while a request runs waits for it (up to --restart-grace); the page
+    showed Gradio's estimate from earlier restarts ("processing | 21.6/2.5s") meanwhile. It now
+    says what the restart waits for, then shows the report."""
+    from ..conftest import RunningApp
+
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-cooldown", "0",
+                     env={"FAULT_ENGINE_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        page = _page(browser, app)
+        page.locator("#text textarea").fill("sleep:8 a request that runs while Restart is pressed")
+        page.locator("#generate").click()
+        page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')",
+                               timeout=30_000)
+        page.locator("#restart").click()
+        page.wait_for_function("document.querySelector('#restart_result').innerText.includes("
+                               "'waiting for the running request to finish (at most 30 s')", timeout=5_000)
+        assert "/" not in page.locator("#restart_result").inner_text()  # no "21.6/2.5s" estimate there
+        _shot(page, "restart_waiting")
+        page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Restarted in')",
+                               timeout=60_000)
+        assert "waited for the running request" in page.locator("#restart_result").inner_text()
+        page.close()
+    finally:
+        app.stop()
