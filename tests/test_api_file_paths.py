@@ -106,6 +106,27 @@ def test_uploads_still_work_and_server_keeps_serving(app):
     assert status == 200, body
 
 
+def test_folder_in_the_upload_area_is_refused_and_the_shutdown_stays_clean(tmp_path_factory):
+    """The upload folder itself (or one of its subfolders) as prompt_audio passed Gradio's path
+    check and joined the files Gradio deletes: the answer was "No prompt audio was received",
+    and every later shutdown logged a traceback (IsADirectoryError) and "Application shutdown
+    failed". Now it is refused as a folder, and the shutdown log has neither."""
+    app = _start(tmp_path_factory, "--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        for folder in (app.temp_dir, next((p for p in app.temp_dir.iterdir() if p.is_dir()), app.temp_dir)):
+            event, data = gh.call(app.url, "synthesize", text="Hello there.", prompt_audio=gh.file_data(str(folder)))
+            assert event == "error" and "prompt_audio names a folder, not a file" in data, data
+        client = Client(app.url, verbose=False)
+        _, stats = client.predict(text="still serving", api_name="/synthesize")
+        assert stats["audio_s"] > 0
+    finally:
+        app.stop()
+    log = app.log_path.read_text()
+    assert "Traceback" not in log and "shutdown failed" not in log, log[-3000:]
+    assert app.temp_dir.is_dir()
+
+
 def test_endless_device_file_does_not_freeze_the_server(tmp_path_factory):
     """``/dev/zero`` as a FileData path: the server keeps answering /healthz and the call is
     refused within seconds (a file without end must never be read). Own app: when this fails the

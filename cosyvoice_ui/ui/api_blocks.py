@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 
 import gradio as gr
 import pydantic
@@ -51,6 +52,7 @@ class ApiBlocks(gr.Blocks):
         try:
             _refuse_extra_values(block_fn, inputs)
             _refuse_urls(block_fn, inputs)
+            _refuse_folders(block_fn, inputs)
             return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
         except gr.Error as e:
             if not e.print_exception:
@@ -129,6 +131,25 @@ def _refuse_urls(block_fn, inputs: list) -> None:
             if client_utils.is_http_url_like(path):
                 raise PayloadError(f"The {names[i]} is a URL ({_short(path)}); this server does not download files. "
                                    f"Download it, then upload it (gradio_client: handle_file('voice.wav')).")
+
+
+def _refuse_folders(block_fn, inputs: list) -> None:
+    # A folder inside the upload area passes Gradio's path check and joins the files it deletes
+    # later, where os.remove() fails on it: the scheduled deletion and the shutdown then logged a
+    # traceback and "Application shutdown failed" for good (nineteenth newcomer session). Only
+    # paths inside the upload area are looked at: others get Gradio's refusal, which says nothing
+    # about what exists on this server.
+    from gradio.utils import abspath, get_upload_folder, is_in_or_equal
+
+    names = parameter_names(block_fn)
+    upload_folder = get_upload_folder()
+    for i, value in enumerate(inputs[:len(names)]):
+        for path in _file_paths(value):
+            if client_utils.is_http_url_like(path):
+                continue
+            full = str(abspath(path))
+            if is_in_or_equal(full, upload_folder) and os.path.lexists(full) and not os.path.isfile(full):
+                raise PayloadError(f"The {names[i]} names a folder, not a file; {_FILE_HINT}.")
 
 
 def _file_paths(value) -> list[str]:
