@@ -104,6 +104,21 @@ def clean_text(text: str) -> str:
     return " ".join("".join(out).split())
 
 
+# Unicode's Stream-Safe Text Format (UAX #15, section 13) bounds a run of combining marks at 30;
+# no language comes near it. A longer run ("zalgo" text) was cut between a letter and its marks
+# by the segment splitter, and the marks-only segment failed the whole request as "no speech
+# sounds" (nineteenth newcomer session).
+_MAX_MARK_RUN = 30
+
+
+def _longest_mark_run(text: str) -> int:
+    longest = current = 0
+    for ch in text:
+        current = current + 1 if unicodedata.category(ch).startswith("M") else 0
+        longest = max(longest, current)
+    return longest
+
+
 def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] | None = None) -> str:
     """Check and clean the text a user wants spoken.
 
@@ -117,8 +132,9 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         The cleaned text (see :func:`clean_text`).
 
     Raises:
-        InputError: empty or whitespace-only text, text over ``max_chars``, text with no letters
-            or digits, or text in a language the engine does not speak. The message says what
+        InputError: empty or whitespace-only text, text over ``max_chars``, a run of more than
+            30 combining marks, text with no letters or digits, or text in a language the engine
+            does not speak. The message says what
             would work.
     """
     cleaned = clean_text(text or "")
@@ -129,6 +145,10 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
             f"The text is {len(cleaned)} characters long; the limit is {max_chars}. "
             f"Shorten it or split it into several requests."
         )
+    run = _longest_mark_run(cleaned)
+    if run > _MAX_MARK_RUN:
+        raise InputError(f"The text has {run} accents or other combining marks in a row on one letter; real "
+                         f"text has a few at most. Remove them (at most {_MAX_MARK_RUN} in a row are accepted).")
     if not any(ch.isalnum() for ch in cleaned):
         raise InputError("The text has no letters or digits to speak (only punctuation or symbols). "
                          "Type a sentence with words in it.")
@@ -137,11 +157,28 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
     return cleaned
 
 
-# Greek letters are also symbols (π in a formula, λ for a wavelength): a few of them in a text
-# of another script are read as such. Letters of any other script the engine does not speak are
-# refused however few: an English voice reads a name like 王小明 as "Chinese letter" three times
-# (fifteenth newcomer session), which no user wants and no note would mend.
-_SYMBOL_LANGUAGES = {"el"}
+# Greek letters are also symbols (π in a formula, λ for a wavelength, µ in µm): a Greek letter
+# that stands alone is read as such, however many there are. Letters of any other script the
+# engine does not speak are refused however few: an English voice reads a name like 王小明 as
+# "Chinese letter" three times (fifteenth newcomer session), which no user wants and no note would mend.
+
+
+def _greek_letters_are_symbols(text: str) -> bool:
+    """True when no Greek letter in ``text`` is part of a word: each stands alone (π, α-β) or
+    before a unit (µm), not next to another Greek letter (λόγος) nor inside a word of another
+    script (a homoglyph: Hοllo with a Greek omicron). The rule counted Greek letters against
+    10 % of the text, so "π r², µm" (the README's example) was refused and "π r²" was not."""
+    for i, ch in enumerate(text):
+        if _script_of(ch) != "el":
+            continue
+        j = i + 1
+        while j < len(text) and unicodedata.category(text[j]).startswith("M"):
+            j += 1  # its own accents
+        before = text[i - 1] if i > 0 else " "
+        after = text[j] if j < len(text) else " "
+        if _script_of(before) == "el" or _script_of(after) == "el" or (before.isalpha() and after.isalpha()):
+            return False
+    return True
 
 
 def _check_languages(text: str, languages: tuple[str, ...]) -> None:
@@ -152,8 +189,9 @@ def _check_languages(text: str, languages: tuple[str, ...]) -> None:
     foreign = {lang: n for lang, n in counts.items() if lang not in supported}
     if not foreign:
         return
-    symbols_only = set(foreign) <= _SYMBOL_LANGUAGES and set(counts) - set(foreign)
-    if symbols_only and sum(foreign.values()) <= max(1, 0.1 * sum(counts.values())):
+    if "el" in foreign and _greek_letters_are_symbols(text):
+        del foreign["el"]
+    if not foreign:
         return
     names = ", ".join(_language_name(c) for c in languages)
     found = ", ".join(_language_name(c) for c in sorted(foreign, key=foreign.get, reverse=True))
