@@ -141,6 +141,19 @@ def test_hours_of_compressed_audio_are_refused_without_decoding_it_all(speech, t
     assert "could not be decoded" not in message
 
 
+@pytest.mark.parametrize("encode", [audio_corpus.ogg_opus, audio_corpus.webm_opus], ids=["ogg", "webm"])
+def test_compressed_prompt_past_the_decoding_cap_is_given_its_real_length(speech, tmp_path, encode):
+    """Decoding stops at 120 s; the refusal gave that as the file's length ("120.0 s long" for a
+    60-minute recording). The container's stated duration is given instead."""
+    import re
+
+    samples, sr = speech
+    long = np.tile(samples, 30)
+    message = _refused(encode(long, sr, tmp_path), "s long")
+    stated_s = float(re.search(r"is ([0-9.]+) s long", message).group(1))
+    assert abs(stated_s - len(long) / sr) < 2.0, (message, len(long) / sr)
+
+
 def test_long_wav_refused_from_its_header(tmp_path):
     sf.write(tmp_path / "long.wav", np.zeros(24000 * 200, dtype=np.int16), 24000)
     _refused(tmp_path / "long.wav", "200.0 s long")

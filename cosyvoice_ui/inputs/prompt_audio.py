@@ -106,9 +106,11 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
     )
 
 
-def _too_long(seconds: float) -> InputError:
+def _too_long(seconds: float, at_least: bool = False) -> InputError:
+    length = (f"is more than {MAX_DECODE_S:.0f} s long (decoding stopped there)" if at_least
+              else f"is {seconds:.1f} s long")
     return InputError(
-        f"The prompt audio is {seconds:.1f} s long; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
+        f"The prompt audio {length}; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
         "is accepted. Cut a clean 3-10 s stretch of speech.")
 
 
@@ -143,8 +145,11 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
                 chunks.append(out.to_ndarray())
                 decoded += out.samples
             if rate and decoded > MAX_DECODE_S * rate:
-                # Containers often carry no reliable duration; stop decoding instead.
-                raise _too_long(decoded / rate)
+                # Containers often carry no reliable duration; stop decoding instead, and give the
+                # length the container states only when it is past where decoding stopped (a
+                # 60-minute file was reported as "120.0 s long").
+                stated_s = (container.duration or 0) / av.time_base
+                raise _too_long(stated_s) if stated_s > decoded / rate else _too_long(decoded / rate, at_least=True)
         for out in resampler.resample(None):
             chunks.append(out.to_ndarray())
     if not chunks or not rate:
