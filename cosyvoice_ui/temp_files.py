@@ -1,4 +1,5 @@
-"""Deleting upload files that Gradio itself never tracks.
+"""Deleting temporary files that nothing else would: uploads Gradio never tracks, and the folders
+of processes killed before they could remove their own.
 
 Gradio deletes the uploads and results it knows of (``delete_cache``), but an upload whose client
 disconnects midway stays as a ``tmpXXXXXXXX`` file at the top of its upload folder, in no list;
@@ -60,3 +61,22 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)
     thread.start()
     return thread
+
+
+def remove_folders_of_gone_processes(prefix: str, folder: str | None = None) -> int:
+    """Remove the folders named ``<prefix><pid>-...`` in ``folder`` (default: the system's
+    temporary folder) whose process ``pid`` is gone: a process killed with SIGKILL never removes
+    its own. Returns how many were removed."""
+    import shutil
+    import tempfile
+
+    import psutil
+
+    folder = folder or tempfile.gettempdir()
+    removed = 0
+    for name in os.listdir(folder):
+        owner = name[len(prefix):].split("-", 1)[0] if name.startswith(prefix) else ""
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            removed += 1
+    return removed

@@ -185,12 +185,36 @@ def test_stream_leaves_no_ffmpeg_folder_behind(tmp_path):
     assert not list(temp.glob("cosyvoice-ui-ffmpeg-*"))
 
 
+def test_ffmpeg_folder_of_a_killed_app_is_removed_at_the_next_start(tmp_path):
+    """A --stream web process killed with SIGKILL cannot remove its ffmpeg folder; the next start
+    with --stream removes the folders of processes that are gone, and only those."""
+    import os
+    import subprocess
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = temp / f"cosyvoice-ui-ffmpeg-{gone.pid}-abc123"
+    alive = temp / f"cosyvoice-ui-ffmpeg-{os.getpid()}-def456"  # a running app's
+    for folder in (stale, alive):
+        folder.mkdir()
+        (folder / "ffmpeg").symlink_to("/bin/true")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--stream",
+                     env={"TMPDIR": str(temp), "FAULT_ENGINE_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        assert not stale.exists() and alive.exists()
+    finally:
+        app.stop()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_while_the_model_loads_stops_with_a_log(sig, tmp_path, monkeypatch):
     """Before the server listens, uvicorn's handlers are not there yet: SIGTERM ended the process
     with nothing in the log after "loading" (eighteenth newcomer session), and SIGINT printed
-    KeyboardInterrupt's traceback (once it had not exited 40 s later). Now both end the loading worker and log the shutdown, with the same exit status as
-    a stop while serving."""
+    KeyboardInterrupt's traceback (once it had not exited 40 s later). Now both end the loading
+    worker and log the shutdown, with the same exit status as a stop while serving."""
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     monkeypatch.setenv("FAULT_ENGINE_LOAD_S", "60")
     app = RunningApp("--engine", "tests.fault_engines:FaultEngine")

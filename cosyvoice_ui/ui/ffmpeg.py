@@ -12,8 +12,11 @@ import os
 import shutil
 import tempfile
 
+from ..temp_files import remove_folders_of_gone_processes
+
 
 _folders: list[str] = []
+FOLDER_PREFIX = "cosyvoice-ui-ffmpeg-"  # + the web process's pid
 
 
 def remove_private_ffmpeg() -> None:
@@ -42,6 +45,7 @@ def ensure_ffmpeg_on_path() -> str:
             Gradio also needs ``ffprobe`` and ``PATH`` has none.
     """
     _check_ffprobe()
+    remove_folders_of_gone_processes(FOLDER_PREFIX)  # of a web process killed with SIGKILL
     found = shutil.which("ffmpeg")
     if found:
         return found
@@ -49,7 +53,8 @@ def ensure_ffmpeg_on_path() -> str:
         import imageio_ffmpeg
     except ImportError:
         raise RuntimeError("--stream needs ffmpeg: install it (apt install ffmpeg) or pip install imageio-ffmpeg") from None
-    folder = tempfile.mkdtemp(prefix="cosyvoice-ui-ffmpeg-")
+    # Named after this process, so that a later start removes it if this one is killed with SIGKILL.
+    folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
     _folders.append(folder)
     atexit.register(remove_private_ffmpeg)
     link = os.path.join(folder, "ffmpeg")

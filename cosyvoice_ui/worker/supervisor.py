@@ -39,6 +39,7 @@ from ..engines.long_text import SegmentJoiner
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
 from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
+from ..temp_files import remove_folders_of_gone_processes
 from . import protocol as msg
 from .process import worker_main
 
@@ -1001,14 +1002,7 @@ SCRATCH_PREFIX = "cosyvoice-ui-worker-"  # + the web process's pid
 def remove_stale_scratch(folder: str | None = None) -> int:
     """Remove the workers' temporary folders left by web processes that are gone (killed with
     SIGKILL, so their supervisor never cleaned up). Returns how many were removed."""
-    folder = folder or tempfile.gettempdir()
-    removed = 0
-    for name in os.listdir(folder):
-        owner = name[len(SCRATCH_PREFIX):].split("-", 1)[0] if name.startswith(SCRATCH_PREFIX) else ""
-        if owner.isdigit() and not psutil.pid_exists(int(owner)):
-            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-            removed += 1
-    return removed
+    return remove_folders_of_gone_processes(SCRATCH_PREFIX, folder)
 
 
 def _send(w: _Worker, message) -> None:
