@@ -52,5 +52,7 @@ def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
         assert f"{report['since_press_s']:.2f} s after the press, which waited for the running request" in text, text
         log = app.log_path.read_text()
         assert "restarting the worker (reason: user" in log and "refused a restart" in log, log[-2000:]
+        # The supervisor sees one request for the first restart; the presses that joined it are logged.
+        assert log.count("a Restart press joined the restart under way") == 2, log[-2000:]
     finally:
         app.stop()

@@ -149,6 +149,8 @@ class Handlers:
                 owner = True
             else:
                 owner = False
+                # The supervisor logs "1 request for it": presses that join are only seen here.
+                log.info("a Restart press joined the restart under way")
         if owner:
             try:
                 under_way.set_result(self.supervisor.restart(reason="user"))
