@@ -328,6 +328,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error("--idle-unload-after must be a positive number of seconds")
     _check_upper_limits(parser, values)
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
+    _warn_about_self_defeating_limits(values)
     _warn_about_engine_flags(values, from_env)
     return Settings(**values)
 
@@ -387,6 +388,22 @@ def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
         if values[name] > maximum:
             value = f"{values[name]:g}" if isinstance(values[name], float) else values[name]
             parser.error(f"--{name.replace('_', '-')} {value} is over the most supported, {maximum} ({why})")
+
+
+# Below this even a short sentence may miss its deadline (a fresh worker's first request, a
+# busy CPU): with --request-timeout 1 the first request failed and restarted the worker.
+_SHORT_REQUEST_TIMEOUT_S = 5.0
+
+
+def _warn_about_self_defeating_limits(values: dict) -> None:
+    if values["request_timeout_s"] < _SHORT_REQUEST_TIMEOUT_S:
+        print(f"warning: --request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
+              "the worker is restarted; even a short sentence can take seconds (the first on a fresh worker, or on "
+              f"a busy CPU). Use {_SHORT_REQUEST_TIMEOUT_S:g} s or more (default 120).", file=sys.stderr)
+    if values["restart_on_leak"] and values["leak_threshold_mb"] <= 0 and values["leak_threshold_fraction"] <= 0:
+        print("warning: --leak-threshold-mb 0 and --leak-threshold-fraction 0: any growth of the worker's memory "
+              "(a few KiB) counts as a leak, so the worker is restarted over and over. Keep one of them above 0 "
+              "(defaults 200 MB and 0.05), or turn restarts off with --no-restart-on-leak.", file=sys.stderr)
 
 
 def _warn_about_engine_flags(values: dict, from_env: dict[str, str]) -> None:

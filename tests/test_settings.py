@@ -138,6 +138,20 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
     assert fragment in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, fragment", [
+    (["--request-timeout", "1e-9"], "--request-timeout 1e-09 s: a request that runs longer fails"),
+    (["--request-timeout", "1"], "Use 5 s or more"),
+    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker is restarted over and over"),
+])
+def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys):
+    """A newcomer ran --request-timeout 1 (the first request failed, the worker restarted) and zero
+    leak thresholds (a leak restart after 5 requests over 4 KB of growth) without a word."""
+    parse_settings(argv)
+    assert fragment in capsys.readouterr().err
+    parse_settings([*argv, "--no-restart-on-leak"] if "--leak-threshold-mb" in argv else ["--request-timeout", "5"])
+    assert capsys.readouterr().err == ""
+
+
 def test_cosyvoice_flags_with_another_engine_are_warned_about(monkeypatch, capsys):
     parse_settings(["--load-trt", "--model-dir", "/tmp"])
     assert "--load-trt, --model-dir only apply to --engine cosyvoice" in capsys.readouterr().err
