@@ -8,6 +8,8 @@ Gradio's upload folder, and the server keeps synthesizing requests with a smalle
 
 from __future__ import annotations
 
+import io
+
 import json
 import uuid
 
@@ -61,6 +63,30 @@ def test_server_refuses_a_2mb_upload_with_413(app, big_prompt):
     assert r.status_code == 413, (r.status_code, r.text[:300])
     assert "maximum allowed size" in r.text and str(LIMIT_BYTES) in r.text, r.text
     assert not _big_files(app), _big_files(app)
+
+
+def test_several_files_in_one_request_are_bounded_in_all(app):
+    """Gradio's limit is per file: one POST with ten files of 20 MiB was accepted and kept for
+    --temp-file-ttl. Three real prompts of 600 kB each (each under the 1 MiB limit) in one request
+    are refused with 413, and none is kept."""
+    samples, sr = corpus.read(PROMPTS_DIR / corpus.BASE_PROMPT)
+    one = io.BytesIO()
+    sf.write(one, np.concatenate([samples, samples])[: int(sr * 6)].astype(np.float32), sr, format="WAV", subtype="FLOAT")
+    payload = one.getvalue()
+    assert LIMIT_BYTES // 2 < len(payload) < LIMIT_BYTES, len(payload)
+    files = [("files", (f"take{i}.wav", payload, "audio/wav")) for i in range(3)]
+    r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}", files=files, timeout=30)
+    assert r.status_code == 413 and "for one request in all" in r.text, (r.status_code, r.text[:300])
+    assert not _big_files(app), _big_files(app)
+
+
+def test_upload_without_a_declared_length_is_refused(app):
+    """A chunked upload declares no length, so it could not be bounded before it is read: 411."""
+    body = (b"--XX\r\nContent-Disposition: form-data; name=\"files\"; filename=\"voice.wav\"\r\n"
+            b"Content-Type: audio/wav\r\n\r\n" + b"\0" * 1000 + b"\r\n--XX--\r\n")
+    r = httpx.post(app.url + "gradio_api/upload", content=iter([body]), timeout=30,
+                   headers={"content-type": "multipart/form-data; boundary=XX"})
+    assert r.status_code == 411 and "Content-Length" in r.text, (r.status_code, r.text[:300])
 
 
 def test_gradio_client_refuses_the_2mb_prompt(app, big_prompt):
