@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
+
+import psutil
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +71,6 @@ def remove_folders_of_gone_processes(prefix: str, folder: str | None = None) -> 
     """Remove the folders named ``<prefix><pid>-...`` in ``folder`` (default: the system's
     temporary folder) whose process ``pid`` is gone: a process killed with SIGKILL never removes
     its own. Returns how many were removed."""
-    import shutil
-    import tempfile
-
-    import psutil
-
     folder = folder or tempfile.gettempdir()
     removed = 0
     for name in os.listdir(folder):

@@ -149,7 +149,8 @@ def _refuse_folders(block_fn, inputs: list) -> None:
                 continue
             full = str(abspath(path))
             if is_in_or_equal(full, upload_folder) and os.path.lexists(full) and not os.path.isfile(full):
-                raise PayloadError(f"The {names[i]} names a folder, not a file; {_FILE_HINT}.")
+                what = "a folder" if os.path.isdir(full) else "something"
+                raise PayloadError(f"The {names[i]} names {what}, not a file; {_FILE_HINT}.")
 
 
 def _file_paths(value) -> list[str]:

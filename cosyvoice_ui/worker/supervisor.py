@@ -244,7 +244,7 @@ class Supervisor:
             self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
             # While no worker is ready (loading at start, after a restart or an idle unload), the
             # request that runs next waits in the queue rather than in flight; it takes no waiting
-            # slot, or a burst got one fewer accepted than with the model loaded (helper-18).
+            # slot, or a burst got one fewer accepted than with the model loaded (eighteenth newcomer session).
             next_to_run = 1 if self._inflight is None and self._state not in (READY, BUSY) else 0
             waiting = len(self._pending) - min(next_to_run, len(self._pending))
             if waiting >= self.max_queue:
