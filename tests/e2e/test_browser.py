@@ -37,6 +37,16 @@ def browser():
         b.close()
 
 
+@pytest.fixture(autouse=True)
+def _close_pages(request):
+    """Each open page polls the memory monitor every second and redraws its plot: the pages a
+    test left open kept a dozen Chromium renderers busy (load average 20 on the 2-core machine)."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in request.getfixturevalue("browser").contexts:
+            context.close()
+
+
 def _page(browser, app, locale="en-US"):
     page = browser.new_page(viewport={"width": 1400, "height": 1100}, locale=locale)
     page.goto(app.url)
