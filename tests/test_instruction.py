@@ -58,6 +58,29 @@ def test_negated_styles_are_not_applied_and_are_reported(instruction):
     assert parsed.styles == () and parsed.unrecognized == (instruction,), parsed
 
 
+@pytest.mark.parametrize("instruction,word", [
+    ("don\u2019t be sad", "sad"), ("don\u2019t speak fast", "fast"),  # a phone's or Mac's curly apostrophe
+    ("isn't fast", "fast"), ("isn\u2019t fast", "fast"), ("aren't happy", "happy"), ("do not go fast", "fast"),
+    ("not-fast", "fast"), ("not so-fast", "fast"), ("not, fast", "fast"), ("not... fast", "fast"),
+    ("not (fast)", "fast"), ('not "fast"', "fast"), ("un-angry", "angry"), ("avoid whispering", "whispering"),
+    ("no longer sad", "sad"), ("hardly fast", "fast"),
+    ("不必太快", "快"), ("不要 快", "快"), ("別太快", "快"), ("不是很开心", "开心"),
+])
+def test_everyday_negations_are_not_applied(instruction, word):
+    """Each of these was applied as the style it denies (twentieth newcomer session: "don’t be
+    sad" typed on a phone made the speech sad); now the style is reported with its negation."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == (), parsed
+    assert any(word in u and u != word for u in parsed.unrecognized), parsed
+
+
+def test_negation_lapses_at_a_new_clause_and_reports_what_it_reached_over():
+    assert parse_instruction("not sad, but happy").styles == ("happy",)
+    assert parse_instruction("not sad. Happy").styles == ("happy",)
+    parsed = parse_instruction("not really a big fan of anything")
+    assert parsed.styles == () and parsed.unrecognized == ("not", "big", "fan", "anything"), parsed
+
+
 def test_negation_reaches_only_the_style_it_governs():
     parsed = parse_instruction("happy, not too fast")
     assert parsed.styles == ("happy",) and parsed.unrecognized == ("not too fast",), parsed

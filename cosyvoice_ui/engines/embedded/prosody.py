@@ -82,20 +82,29 @@ _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
 _ENGLISH_FILLER = set(
     "a an the in with and but or please speak speaking say said read talk talking sound sounding voice tone "
     "style way manner mood emotion like very really more bit little slightly somewhat quite be it this that "
-    "of to as is are sounds make extremely so tell".split()
+    "of to as is are sounds make extremely so tell do does go".split()
 )
 _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调", "声音", "口吻", "说话", "说", "读", "念",
                    "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
                    "、", "！", "？", "和", "又", "再")
 
-# A negation turns off the style it governs, also across intensifiers ("not too fast", "不要太快"):
-# "not too fast" was applied as "fast" (nineteenth newcomer session). "less" counts as one: the
-# engine has no "less happy" (half the prosody change) to offer.
-_NEGATIONS = {"not", "no", "don't", "dont", "never", "without", "un", "less", "nor", "stop"}
+# A negation turns off the style it governs, also across intensifiers, a few other words and
+# punctuation ("not too fast", "do not go fast", "not-fast", "不要太快"): "not too fast" was applied
+# as "fast" (nineteenth newcomer session), "don’t be sad" typed with a phone's curly apostrophe
+# and "isn't fast" too (twentieth). Wrongly leaving a style out is the lesser harm: it is reported.
+# "less" counts as one: the engine has no "less happy" (half the prosody change) to offer.
+_NEGATIONS = {"not", "no", "don't", "dont", "never", "without", "un", "less", "nor", "stop", "avoid", "hardly",
+              "barely", "neither", "none", "nothing"}
 _NEGATION_SCOPE = {"too", "so", "very", "overly", "that", "as", "much", "more", "any", "at", "all", "a", "bit",
-                   "little", "be", "sound", "speak", "talk", "read", "say", "it", "in", "with", "tone", "way"}
-_CHINESE_NEGATIONS = ("不要", "不用", "没有", "没", "不", "别")
-_CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这样", "很", "过于", "特别", "非常", "用", "以")
+                   "little", "be", "sound", "speak", "talk", "read", "say", "it", "in", "with", "tone", "way", "go",
+                   "do", "does", "did", "is", "are", "was", "longer", "the", "an", "of", "to"}
+_NEGATION_REACH_WORDS = 3  # other words a negation reaches over before it lapses ("not go very fast")
+_NEGATION_ENDS = {"but", "and", "or", "yet", "though", "although", "however", "instead", "rather", "then"}
+_SENTENCE_ENDS = {".", ";", "!", "?", "。", "；", "！", "？"}  # not "..." ("not... fast")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'", "`": "'"})
+_CHINESE_NEGATIONS = ("不需要", "不要", "不用", "不必", "不是", "没有", "无需", "没", "不", "别", "別", "莫", "勿")
+_CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这样", "很", "过于", "特别", "非常", "用", "以", "是",
+                           "说得", "讲得", "得")
 # Styles that undo each other; asked for together, neither is applied ("fast slow" averaged to
 # nothing audible, "whisper loudly" whispered at +0 dB).
 _CONTRADICTIONS = (("happy", "sad"), ("fast", "slow"), ("loud", "soft"), ("loud", "whisper"), ("calm", "angry"))
@@ -157,25 +166,36 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
                 unrecognized.append((start, text[start:end]))
             remaining = remaining[:start] + " " * (end - start) + remaining[end:]
     word_to_style = {w: s for s, ws in _ENGLISH_WORDS.items() for w in ws}
-    negation: tuple[int, int] | None = None  # (index in unrecognized, start) of an open negation
-    for match in re.finditer(r"\w+(?:'\w+)*|[^\w\s]+", remaining):
+    negation: _Negation | None = None
+    for match in re.finditer(r"\w+(?:'\w+)*|[^\w\s]+", remaining.translate(_APOSTROPHES)):
         token = match.group(0)
         lower = token.lower()
-        if lower in _NEGATIONS:
+        if lower in _NEGATIONS or lower.endswith("n't") or lower in ("isnt", "arent", "doesnt", "wont", "cant"):
+            if negation is not None:
+                unrecognized.extend(negation.words)
             unrecognized.append((match.start(), token))
-            negation = (len(unrecognized) - 1, match.start())
+            negation = _Negation(index=len(unrecognized) - 1, start=match.start())
             continue
         if lower in word_to_style:
             if negation is not None:  # "not too happy": the negated style is reported, not applied
-                i, start = negation
-                unrecognized[i] = (start, text[start:match.end()])
+                unrecognized[negation.index] = (negation.start, text[negation.start:match.end()])
                 negation = None
             else:
                 found.append((match.start(), word_to_style[lower]))
             continue
-        if negation is not None and lower in _NEGATION_SCOPE:
-            continue
-        negation = None
+        if negation is not None:
+            word = any(ch.isalnum() for ch in token)  # punctuation is no word ("not-fast", "not, fast")
+            if lower in _NEGATION_ENDS or token.strip("\"')]）」") in _SENTENCE_ENDS:
+                unrecognized.extend(negation.words)
+                negation = None
+            elif word and lower not in _NEGATION_SCOPE and lower not in _ENGLISH_FILLER:
+                negation.words.append((match.start(), token))  # "do not go fast": reached over
+                if len(negation.words) > _NEGATION_REACH_WORDS:
+                    unrecognized.extend(negation.words)
+                    negation = None
+                continue
+            else:
+                continue
         if lower in _ENGLISH_FILLER:
             continue
         leftover = token
@@ -185,6 +205,8 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
         leftover = "".join(ch for ch in leftover if not unicodedata.category(ch).startswith(("P", "Z")))
         if leftover:
             unrecognized.append((match.start(), token))
+    if negation is not None:  # it lapsed at the end: what it reached over was not applied either
+        unrecognized.extend(negation.words)
     styles: list[str] = []
     for _, style in sorted(found):
         if style not in styles:
@@ -198,10 +220,20 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
                              unrecognized=tuple(t for _, t in sorted(unrecognized)), contradictions=contradictions)
 
 
+@dataclasses.dataclass
+class _Negation:
+    index: int  # of the negation in the unrecognized list
+    start: int  # where it starts in the instruction
+    words: list = dataclasses.field(default_factory=list)  # other words it reached over, reported if it lapses
+
+
 def _chinese_negation_start(text: str, idx: int) -> int | None:
-    """Where a negation governing the phrase at ``idx`` starts (不开心, 不要太快, 别那么生气), or None."""
+    """Where a negation governing the phrase at ``idx`` starts (不开心, 不要太快, 别那么生气,
+    不是很开心, 不要 快), or None."""
     end = idx
     while True:
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
         scope = next((w for w in _CHINESE_NEGATION_SCOPE if text.endswith(w, 0, end)), None)
         if scope is None:
             break
