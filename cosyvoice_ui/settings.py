@@ -237,11 +237,25 @@ def _strict_bool(text) -> bool:
     return word in _TRUE
 
 
+# Never echoed: a mistyped password would land in the log (journald, docker logs).
+_SECRET_VARIABLES = {ENV_PREFIX + "AUTH", ENV_PREFIX + "METRICS_TOKEN"}
+# Read by the test suite (tests/conftest.py), not by the app: no "not a setting" warning.
+_OTHER_VARIABLES = {ENV_PREFIX + "PROMPTS"}
+
+
+def _shown(variable: str) -> str:
+    """``VARIABLE='value'`` for a message; a secret's value is replaced by its length."""
+    value = os.environ.get(variable, "")
+    return f"{variable}=<{len(value)} characters, not shown>" if variable in _SECRET_VARIABLES else f"{variable}={value!r}"
+
+
 def _check_environment(parser: argparse.ArgumentParser) -> None:
     """Errors for malformed ``COSYVOICE_UI_*`` values naming the variable; a warning for a
     variable that is no setting (a typo would otherwise be ignored without a word)."""
     for variable, value in sorted(os.environ.items()):
         if not variable.startswith(ENV_PREFIX):
+            continue
+        if variable in _OTHER_VARIABLES:
             continue
         if variable not in _ENV_CHECKS:
             print(f"warning: {variable} is not a setting of this app and is ignored; the variables are "
@@ -256,7 +270,7 @@ def _check_environment(parser: argparse.ArgumentParser) -> None:
         try:
             check(value)
         except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
-            parser.error(f"{variable}={value!r} (the variable for {flag}): {e}")
+            parser.error(f"{_shown(variable)} (the variable for {flag}): {e}")
 
 
 # Below this a segment is a word or two: each is synthesized alone, so the speech loses its
@@ -349,7 +363,7 @@ def _name_variables_in_errors(parser: argparse.ArgumentParser, from_env: dict[st
         flag = next((f for f in from_env if re.match(re.escape(f) + r"(?=[ =:]|$)", message)), None)
         if flag is not None:
             variable = from_env[flag]
-            message = f"{variable}={os.environ[variable]!r} (the variable for {flag}): {message}"
+            message = f"{_shown(variable)} (the variable for {flag}): {message}"
         error(message)
 
     parser.error = error_naming_variable  # type: ignore[method-assign]
@@ -393,6 +407,13 @@ def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
 # Below this even a short sentence may miss its deadline (a fresh worker's first request, a
 # busy CPU): with --request-timeout 1 the first request failed and restarted the worker.
 _SHORT_REQUEST_TIMEOUT_S = 5.0
+# Growth below these is allocator noise (the embedded worker moves by a few MiB between requests);
+# zero thresholds restarted the worker every few requests.
+_TINY_LEAK_MB = 1.0
+_TINY_LEAK_FRACTION = 0.005
+_LARGE_MEMORY_RESERVE = 0.9
+_SHORT_TEMP_FILE_TTL_S = 60.0
+_SHORT_IDLE_UNLOAD_S = 30.0
 
 
 def _warn_about_self_defeating_limits(values: dict) -> None:
@@ -400,10 +421,24 @@ def _warn_about_self_defeating_limits(values: dict) -> None:
         print(f"warning: --request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
               "the worker is restarted; even a short sentence can take seconds (the first on a fresh worker, or on "
               f"a busy CPU). Use {_SHORT_REQUEST_TIMEOUT_S:g} s or more (default 120).", file=sys.stderr)
-    if values["restart_on_leak"] and values["leak_threshold_mb"] <= 0 and values["leak_threshold_fraction"] <= 0:
-        print("warning: --leak-threshold-mb 0 and --leak-threshold-fraction 0: any growth of the worker's memory "
-              "(a few KiB) counts as a leak, so the worker is restarted over and over. Keep one of them above 0 "
-              "(defaults 200 MB and 0.05), or turn restarts off with --no-restart-on-leak.", file=sys.stderr)
+    if (values["restart_on_leak"] and values["leak_threshold_mb"] < _TINY_LEAK_MB
+            and values["leak_threshold_fraction"] < _TINY_LEAK_FRACTION):
+        print(f"warning: --leak-threshold-mb {values['leak_threshold_mb']:g} and --leak-threshold-fraction "
+              f"{values['leak_threshold_fraction']:g}: growth of the worker's memory this small (a few KiB) is "
+              "normal, and would count as a leak, so the worker would be restarted over and over. Keep one of "
+              f"them at least {_TINY_LEAK_MB:g} MB or {_TINY_LEAK_FRACTION:g} (defaults 200 MB and 0.05), or turn "
+              "restarts off with --no-restart-on-leak.", file=sys.stderr)
+    if values["memory_reserve"] > _LARGE_MEMORY_RESERVE:
+        print(f"warning: --memory-reserve {values['memory_reserve']:g}: admission keeps that fraction of the device's "
+              "memory free, so most requests will be refused as not fitting. The default is 0.10.", file=sys.stderr)
+    if values["temp_file_ttl_s"] < _SHORT_TEMP_FILE_TTL_S:
+        print(f"warning: --temp-file-ttl {_seconds(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
+              "deleted this soon, so a page played (or a result downloaded) a little later finds them gone. Use "
+              f"{_SHORT_TEMP_FILE_TTL_S:g} s or more (default 3600).", file=sys.stderr)
+    if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < _SHORT_IDLE_UNLOAD_S:
+        print(f"warning: --idle-unload-after {_seconds(values['idle_unload_after_s'])} s: the model is unloaded "
+              "between requests this far apart, and the next one waits for it to load again. Use "
+              f"{_SHORT_IDLE_UNLOAD_S:g} s or more unless the device is needed for other work.", file=sys.stderr)
 
 
 def _warn_about_engine_flags(values: dict, from_env: dict[str, str]) -> None:

@@ -114,6 +114,24 @@ def test_empty_variable_is_refused(variable, value, monkeypatch, capsys):
     assert f"{variable} is set but empty" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variable,value", [("COSYVOICE_UI_AUTH", "admin=hunter2"), ("COSYVOICE_UI_AUTH", ":hunter2")])
+def test_a_malformed_secret_is_named_but_not_shown(variable, value, monkeypatch, capsys):
+    """The refusal echoed the whole value, so a mistyped password landed in the log."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit):
+        parse_settings([])
+    err = capsys.readouterr().err
+    assert f"{variable}=<{len(value)} characters, not shown> (the variable for --auth)" in err, err
+    assert "hunter2" not in err
+
+
+def test_the_test_suites_variable_is_no_typo(monkeypatch, capsys):
+    """COSYVOICE_UI_PROMPTS (the README's Tests section) is read by the tests, not the app."""
+    monkeypatch.setenv("COSYVOICE_UI_PROMPTS", "/somewhere/prompts")
+    parse_settings([])
+    assert "COSYVOICE_UI_PROMPTS" not in capsys.readouterr().err
+
+
 def test_misspelled_variable_is_warned_about(monkeypatch, capsys):
     monkeypatch.setenv("COSYVOICE_UI_MAXQUEUE", "3")
     settings = parse_settings([])
@@ -141,14 +159,23 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
 @pytest.mark.parametrize("argv, fragment", [
     (["--request-timeout", "1e-9"], "--request-timeout 1e-09 s: a request that runs longer fails"),
     (["--request-timeout", "1"], "Use 5 s or more"),
-    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker is restarted over and over"),
+    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker would be restarted over and over"),
+    # Near zero does the same (twentieth newcomer session).
+    (["--leak-threshold-mb", "0.001", "--leak-threshold-fraction", "0"], "the worker would be restarted over and over"),
+    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "1e-9"], "the worker would be restarted over and over"),
+    (["--memory-reserve", "0.999"], "most requests will be refused"),
+    (["--temp-file-ttl", "1"], "a page played (or a result downloaded) a little later finds them gone"),
+    (["--idle-unload-after", "1"], "the next one waits for it to load again"),
 ])
 def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys):
     """A newcomer ran --request-timeout 1 (the first request failed, the worker restarted) and zero
     leak thresholds (a leak restart after 5 requests over 4 KB of growth) without a word."""
     parse_settings(argv)
     assert fragment in capsys.readouterr().err
-    parse_settings([*argv, "--no-restart-on-leak"] if "--leak-threshold-mb" in argv else ["--request-timeout", "5"])
+    sensible = {"--leak-threshold-mb": [*argv, "--no-restart-on-leak"], "--memory-reserve": ["--memory-reserve", "0.9"],
+                "--temp-file-ttl": ["--temp-file-ttl", "60"], "--idle-unload-after": ["--idle-unload-after", "30"],
+                "--request-timeout": ["--request-timeout", "5"]}[argv[0]]
+    parse_settings(sensible)
     assert capsys.readouterr().err == ""
 
 
