@@ -79,11 +79,18 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
         ``(samples, sample_rate_hz)`` with samples float32 of shape ``(frames, channels)``.
 
     Raises:
-        InputError: the file is missing, empty, truncated, not audio, or in no format that
-            libsndfile or FFmpeg (through PyAV) can decode.
+        InputError: no path, the file is gone (deleted after ``--temp-file-ttl``), not a file,
+            empty, truncated, not audio, or in no format that libsndfile or FFmpeg (through PyAV)
+            can decode.
     """
-    if not path or not os.path.isfile(path):
+    if not path:
         raise InputError("No prompt audio was received. Upload a recording or record one with the microphone.")
+    if not os.path.lexists(path):
+        # An upload named by a client after it was deleted: it was received, long ago.
+        raise InputError("The prompt audio is no longer on the server: uploads are deleted after --temp-file-ttl "
+                         "(default 1 hour). Upload it again.")
+    if not os.path.isfile(path):
+        raise InputError("The prompt audio is not a file. Upload a recording or record one with the microphone.")
     if os.path.getsize(path) == 0:
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
@@ -106,8 +113,9 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
     )
 
 
-def _too_long(seconds: float, at_least: bool = False) -> InputError:
+def _too_long(seconds: float, at_least: bool = False, stated: bool = False) -> InputError:
     length = (f"is more than {MAX_DECODE_S:.0f} s long (decoding stopped there)" if at_least
+              else f"is about {seconds:.0f} s long (as its container states)" if stated
               else f"is {seconds:.1f} s long")
     return InputError(
         f"The prompt audio {length}; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
@@ -149,7 +157,9 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
                 # length the container states only when it is past where decoding stopped (a
                 # 60-minute file was reported as "120.0 s long").
                 stated_s = (container.duration or 0) / av.time_base
-                raise _too_long(stated_s) if stated_s > decoded / rate else _too_long(decoded / rate, at_least=True)
+                if stated_s > decoded / rate:
+                    raise _too_long(stated_s, stated=True)
+                raise _too_long(decoded / rate, at_least=True)
         for out in resampler.resample(None):
             chunks.append(out.to_ndarray())
     if not chunks or not rate:
