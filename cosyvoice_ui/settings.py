@@ -369,7 +369,7 @@ def _name_variables_in_errors(parser: argparse.ArgumentParser, from_env: dict[st
     parser.error = error_naming_variable  # type: ignore[method-assign]
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     """Seconds as a person writes them: 2592000, not 2.592e+06 (absurd values stay short: 1e+300)."""
     return f"{value:.0f}" if 1e4 <= abs(value) < 1e10 else f"{value:g}"
 
@@ -393,7 +393,7 @@ def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:
     for name in _DURATIONS:
         if values[name] is not None and values[name] > _MAX_DURATION_S:
             flag = "--" + name.removesuffix("_s").replace("_", "-")
-            parser.error(f"{flag} {_seconds(values[name])} s is longer than the longest supported, {_MAX_DURATION_S} s "
+            parser.error(f"{flag} {seconds_text(values[name])} s is longer than the longest supported, {_MAX_DURATION_S} s "
                          "(30 days)")
     if values["monitor_interval_s"] < _MIN_MONITOR_INTERVAL_S:
         parser.error(f"--monitor-interval {values['monitor_interval_s']:g} s would keep a core busy sampling "
@@ -432,11 +432,11 @@ def _warn_about_self_defeating_limits(values: dict) -> None:
         print(f"warning: --memory-reserve {values['memory_reserve']:g}: admission keeps that fraction of the device's "
               "memory free, so most requests will be refused as not fitting. The default is 0.10.", file=sys.stderr)
     if values["temp_file_ttl_s"] < _SHORT_TEMP_FILE_TTL_S:
-        print(f"warning: --temp-file-ttl {_seconds(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
+        print(f"warning: --temp-file-ttl {seconds_text(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
               "deleted this soon, so a page played (or a result downloaded) a little later finds them gone. Use "
               f"{_SHORT_TEMP_FILE_TTL_S:g} s or more (default 3600).", file=sys.stderr)
     if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < _SHORT_IDLE_UNLOAD_S:
-        print(f"warning: --idle-unload-after {_seconds(values['idle_unload_after_s'])} s: the model is unloaded "
+        print(f"warning: --idle-unload-after {seconds_text(values['idle_unload_after_s'])} s: the model is unloaded "
               "between requests this far apart, and the next one waits for it to load again. Use "
               f"{_SHORT_IDLE_UNLOAD_S:g} s or more unless the device is needed for other work.", file=sys.stderr)
 

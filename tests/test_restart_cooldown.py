@@ -9,6 +9,7 @@ cooldown Restart works again.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from gradio_client import Client
 
 from cosyvoice_ui.ui.formatting import restart_markdown
 
+from . import gradio_http as gh
 from .conftest import RunningApp
 
 COOLDOWN_S = 4
@@ -37,6 +39,9 @@ def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
 
         with pytest.raises(Exception, match=rf"allowed once every {COOLDOWN_S} s \(--restart-cooldown\)"):
             clients[0].predict(api_name="/restart")
+        # The pop-up closes when Restart is allowed again ("Try again in 9 s" stayed up past that).
+        event, data = gh.call(app.url, "restart")
+        assert event == "error" and 1 <= json.loads(data)["duration"] <= COOLDOWN_S, data
         assert clients[0].predict(api_name="/status")["pid"] == status["pid"]
 
         time.sleep(COOLDOWN_S + 0.5)

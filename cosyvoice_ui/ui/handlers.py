@@ -21,7 +21,7 @@ from ..engines.base import Capabilities
 from ..errors import ServiceStopping, SynthesisFailed, UserFacingError
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
-from ..settings import Settings
+from ..settings import Settings, seconds_text
 from ..synthesis import SynthesisService
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
@@ -175,11 +175,12 @@ class Handlers:
         cooldown_s = self.settings.restart_cooldown_s
         since_s = None if self._last_restart_end is None else time.monotonic() - self._last_restart_end
         if since_s is not None and since_s < cooldown_s:
-            every = f"{cooldown_s:.0f}" if cooldown_s >= 1e4 else f"{cooldown_s:g}"  # not 2.592e+06
+            wait_s = math.ceil(cooldown_s - since_s)
             message = (f"The worker was restarted {int(since_s)} s ago; Restart is allowed once every "
-                       f"{every} s (--restart-cooldown). Try again in {math.ceil(cooldown_s - since_s)} s.")
+                       f"{seconds_text(cooldown_s)} s (--restart-cooldown). Try again in {wait_s} s.")
             log.info("refused a restart: %s", message)
-            raise gr.Error(message, print_exception=False)
+            # The pop-up closes when Restart is allowed again: "Try again in 9 s" stayed up past that.
+            raise gr.Error(message, print_exception=False, duration=max(1, min(wait_s, 3600)))
 
     def restart_ui(self):
         """The page's Restart: first what the restart waits for, then the report. Gradio's own
