@@ -20,7 +20,7 @@ from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import start_upload_sweeper
-from .upload_request_limit import UploadRequestLimit
+from .request_size_limit import RequestSizeLimit
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import PAGE_CSS, build_blocks
@@ -43,7 +43,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
-    app.add_middleware(UploadRequestLimit, max_upload_bytes=settings.max_upload_bytes)  # Gradio's is per file
+    app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
+                       max_text_chars=settings.max_text_chars)
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)
 
     def token_ok(request: fastapi.Request) -> bool:

@@ -125,3 +125,13 @@ def test_a_pile_of_combining_marks_is_refused_by_name():
     with pytest.raises(InputError, match="249 accents or other combining marks in a row"):  # NFKC joins one to the e
         validate_text("Hello world, how are you today e" + "\u0301" * 250, 2000, ("en",))
     assert validate_text("Nguyễn Văn A, naïve café, e\u0301\u0323", 200, ("en",))  # a few are text
+
+
+def test_a_huge_text_is_refused_before_it_is_cleaned():
+    """Cleaning walks every character: 100 million of them cost 6 minutes of the web process's
+    CPU before the refusal. Far over the limit, the text is refused as sent; a text that only
+    cleaning brings within the limit (runs of spaces) is still accepted."""
+    # Cleaned, it would be 19999999 characters (the last space goes): the count shows it was not.
+    with pytest.raises(InputError, match="The text is 20000000 characters long; the limit is 2000"):
+        validate_text("a " * 10_000_000, 2000, ("en",))
+    assert validate_text("Hello" + " " * 3000 + "there.", 2000, ("en",)) == "Hello there."

@@ -89,6 +89,17 @@ def test_upload_without_a_declared_length_is_refused(app):
     assert r.status_code == 411 and "Content-Length" in r.text, (r.status_code, r.text[:300])
 
 
+def test_a_huge_api_body_is_refused_before_it_is_read(app):
+    """A /call body with a text of 100 million characters was parsed, held and cleaned: minutes
+    of the web process's CPU and hundreds of MiB before the refusal (twenty-first newcomer
+    session). A body far over what --max-text-chars allows gets 413 at once, unread."""
+    body = json.dumps({"data": ["a" * 3_000_000, None, "", "", 1.0, -1, None]})
+    r = httpx.post(app.url + "gradio_api/call/synthesize", content=body, timeout=30,
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "Request body too large" in r.text, (r.status_code, r.text[:300])
+    assert gh.http_get(app.url + "healthz")[0] == 200
+
+
 def test_gradio_client_refuses_the_2mb_prompt(app, big_prompt):
     """Through gradio_client, as the README shows the API: the call fails and names the limit."""
     client = Client(app.url, verbose=False)

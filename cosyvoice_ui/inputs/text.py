@@ -104,6 +104,9 @@ def clean_text(text: str) -> str:
     return " ".join("".join(out).split())
 
 
+RAW_TEXT_FACTOR = 4  # raw text longer than this many times --max-text-chars is refused uncleaned
+
+
 # Unicode's Stream-Safe Text Format (UAX #15, section 13) bounds a run of combining marks at 30;
 # no language comes near it. A longer run ("zalgo" text) was cut between a letter and its marks
 # by the segment splitter, and the marks-only segment failed the whole request as "no speech
@@ -137,6 +140,14 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
             does not speak. The message says what
             would work.
     """
+    raw_chars = len(text or "")
+    if raw_chars > RAW_TEXT_FACTOR * max_chars + 1000:
+        # Refused before cleaning, which walks every character in Python: a 100-million-character
+        # text kept the web process busy for 6 minutes before its refusal (twenty-first newcomer
+        # session). Cleaning only drops characters (spaces, controls) or grows a few (NFKC), so no
+        # text this long can come within the limit.
+        raise InputError(f"The text is {raw_chars} characters long; the limit is {max_chars}. "
+                         f"Shorten it or split it into several requests.")
     cleaned = clean_text(text or "")
     if not cleaned:
         raise InputError("The text is empty. Type the sentence you want to hear.")

@@ -1,0 +1,67 @@
+"""ASGI middleware: every POST declares its length, and that length is bounded.
+
+Gradio bounds uploads per file only and API bodies not at all: one POST to
+``/gradio_api/upload`` with ten files of 20 MiB was accepted and kept for ``--temp-file-ttl``
+(eighteenth newcomer session), and a ``/gradio_api/call/synthesize`` body with a text of 100
+million characters was parsed and held, costing the web process minutes of CPU and hundreds of
+MiB (twenty-first). The page and gradio_client send one file per upload and small JSON bodies,
+always with a ``Content-Length``; a POST without one (chunked) is refused, as it could not be
+bounded before it is read.
+"""
+
+from __future__ import annotations
+
+import json
+
+_UPLOAD = "/gradio_api/upload"
+MULTIPART_ALLOWANCE_BYTES = 64 * 1024  # part headers and boundaries around the one file
+# A JSON body holds at most three texts (text, prompt text, instruction), each refused beyond
+# RAW_TEXT_FACTOR times --max-text-chars, at up to 6 bytes a character (\uXXXX), plus the rest.
+JSON_ALLOWANCE_BYTES = 2**20
+JSON_BYTES_PER_TEXT_CHAR = 3 * 4 * 6
+
+
+class RequestSizeLimit:
+    """Pure ASGI middleware; GET and other methods pass through.
+
+    Args:
+        app: the ASGI app to wrap.
+        max_upload_bytes: ``--max-upload-mb`` in bytes (the per-file limit Gradio enforces): the
+            most one upload request may carry in all.
+        max_text_chars: ``--max-text-chars``; other POST bodies may be
+            ``1 MiB + 72 * max_text_chars`` bytes.
+    """
+
+    def __init__(self, app, max_upload_bytes: int, max_text_chars: int) -> None:
+        self.app = app
+        self.max_upload_bytes = int(max_upload_bytes)
+        self.max_body_bytes = JSON_ALLOWANCE_BYTES + JSON_BYTES_PER_TEXT_CHAR * int(max_text_chars)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            upload = scope.get("path", "").rstrip("/") == _UPLOAD
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            if not declared.strip().isdigit():
+                await _refuse(send, 411, "A request body must declare its Content-Length (a chunked body cannot be "
+                                         "bounded before it is read); send it as an ordinary request.")
+                return
+            length = int(declared)
+            if upload and length > self.max_upload_bytes + MULTIPART_ALLOWANCE_BYTES:
+                await _refuse(send, 413, f"Upload too large: the maximum allowed size is {self.max_upload_bytes} bytes "
+                                         f"({self.max_upload_bytes / 2**20:g} MiB, --max-upload-mb) for one request "
+                                         f"in all, got {length} bytes. Send one file per request, as the page "
+                                         "and gradio_client do.")
+                return
+            if not upload and length > self.max_body_bytes:
+                await _refuse(send, 413, f"Request body too large: {length} bytes, at most {self.max_body_bytes} are "
+                                         "accepted (texts are limited by --max-text-chars).")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send, status: int, message: str) -> None:
+    body = json.dumps({"detail": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
