@@ -93,32 +93,41 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     return mounted
 
 
+# The page's own events and the API endpoint that does the same for a client.
+_API_TWINS = {"synthesize_page": "synthesize", "restart_ui": "restart", "free_cache_ui": "free_cache",
+              "refresh_monitor": "status"}
+
+
 def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
-    """``POST /gradio_api/run/<name>`` (and ``/api/<name>``) for the queued endpoints answers 404
-    with what works instead.
+    """``POST /gradio_api/run/<name>`` (and ``/api/<name>``) for the queued endpoints, and
+    ``/gradio_api/call/<name>`` for the page's private events, answer 404 with what works instead.
 
     Gradio's one-shot route skipped the queue and answered a synthesis with its first update,
     ``[null, null]``, while the worker made audio for no one and the ledger recorded it as ``ok``
     (found in the fifth session). ``api_open=False`` makes Gradio refuse it too, with "Please join
     the queue". The page's own ``queue=False`` events (the memory monitor) keep using the route.
+    The page's events are private (not in the API page) but were callable through ``/call``
+    (``restart_ui`` restarted the worker; twenty-first newcomer session); the page itself joins
+    the queue instead.
     """
     queued = sorted({fn.api_name for fn in demo.fns.values() if fn.queue and fn.api_name})
-    public = {fn.api_name for fn in demo.fns.values() if fn.api_visibility == "public"}
+    private = sorted({fn.api_name for fn in demo.fns.values() if fn.api_visibility == "private" and fn.api_name})
 
     def refuse(request: fastapi.Request) -> JSONResponse:
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
-        name = "/" + (name if name in public else "synthesize")  # the page's private events: the API's twin
+        name = "/" + _API_TWINS.get(name, name)
         return JSONResponse({"error": (
-            f"POST {request.url.path} (a direct call that skips the queue) is not served: it would return "
-            f"only the first update of this endpoint. Use gradio_client "
-            f"(Client(url).predict(..., api_name=\"{name}\")) or the two-step REST call: "
-            f"POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET /gradio_api/call{name}/<event_id>.")},
+            f"POST {request.url.path} is not served: it is a direct call that skips the queue, or one of the "
+            f"page's own events. Use gradio_client (Client(url).predict(..., api_name=\"{name}\")) or the two-step "
+            f"REST call: POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET "
+            f"/gradio_api/call{name}/<event_id>.")},
             status_code=404)
 
-    for prefix in ("run", "api"):
-        for name in queued:
-            for path in (f"/gradio_api/{prefix}/{name}", f"/gradio_api/{prefix}/{name}/"):
-                app.add_api_route(path, refuse, methods=["POST"], include_in_schema=False)
+    paths = [f"/gradio_api/{prefix}/{name}" for prefix in ("run", "api") for name in queued]
+    paths += [f"/gradio_api/call/{name}" for name in private]
+    for path in paths:
+        for variant in (path, path + "/"):
+            app.add_api_route(variant, refuse, methods=["POST"], include_in_schema=False)
 
 
 def _gradio_apps(app: fastapi.FastAPI) -> list[gradio.routes.App]:

@@ -121,9 +121,16 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     assert "does not download files" in new[0]["error"]
 
 
-@pytest.mark.parametrize("path", ["gradio_api/run/synthesize", "gradio_api/api/synthesize/", "gradio_api/run/restart",
-                                  "gradio_api/run/synthesize_page"])
-def test_direct_run_route_is_refused_with_what_works(app, path):
+@pytest.mark.parametrize("path,twin", [
+    ("gradio_api/run/synthesize", "/synthesize"), ("gradio_api/api/synthesize/", "/synthesize"),
+    ("gradio_api/run/restart", "/restart"), ("gradio_api/run/synthesize_page", "/synthesize"),
+    # The page's private events named /synthesize whatever they were, and /call ran them
+    # (call/restart_ui restarted the worker; twenty-first newcomer session).
+    ("gradio_api/run/restart_ui", "/restart"), ("gradio_api/call/restart_ui", "/restart"),
+    ("gradio_api/call/free_cache_ui", "/free_cache"), ("gradio_api/call/synthesize_page", "/synthesize"),
+    ("gradio_api/call/refresh_monitor", "/status"),
+])
+def test_direct_run_route_is_refused_with_what_works(app, path, twin):
     """Gradio's one-shot ``/run`` route skipped the queue and answered a synthesis with its first
     update, ``[null, null]``, while the worker synthesized the audio nobody received and the
     ledger recorded it as ``ok``. It is refused for the queued endpoints before anything runs,
@@ -134,7 +141,7 @@ def test_direct_run_route_is_refused_with_what_works(app, path):
     assert r.status_code == 404, r.text
     error = r.json()["error"]
     assert "gradio_client" in error and "POST /gradio_api/call/" in error and path in error, error
-    assert "synthesize_page\")" not in error, error  # the page's private event: the API's /synthesize is named
+    assert f'api_name="{twin}")' in error, error  # a page's private event: the API endpoint that does the same
     time.sleep(1.0)
     status = json.loads(gh.http_get(app.url + "healthz")[1])
     assert status["completed"] == completed and status["restarts"] == 0, status
