@@ -46,3 +46,18 @@ def test_history_is_readable_while_sampling():
         monitor.history()
     monitor.stop()
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_ledger_line_cut_short_does_not_swallow_the_next_record(tmp_path):
+    """A ledger file ending in a partial line (a crash mid-write, a full disk, an edit) got the
+    next record written onto it, so a JSON-lines reader lost a valid record."""
+    import json
+
+    from cosyvoice_ui.monitor.ledger import Ledger
+
+    path = tmp_path / "ledger.jsonl"
+    path.write_text('{"time_s": 1, "outcome": "ok"}\n{"time_s": 2, "outcome": "ok", "trunc')
+    Ledger(path=str(path)).add_event("embedded", "", "refused:input", "The text is empty.")
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[-1])["outcome"] == "refused:input", lines
+    assert len(lines) == 3

@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import json
 import logging
+import os
 import threading
 import time
 
@@ -66,8 +67,11 @@ class Ledger:
             self._records.append(record)
             if self._path:
                 try:
-                    with open(self._path, "a", encoding="utf-8") as f:
-                        f.write(json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n")
+                    with open(self._path, "a+", encoding="utf-8") as f:
+                        # A line cut short (a crash mid-write, a full disk) would swallow this record.
+                        starts_a_line = f.tell() == 0 or _ends_with_newline(self._path)
+                        f.write(("" if starts_a_line else "\n")
+                                + json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n")
                 except OSError as e:  # a full disk must not fail requests
                     log.error("cannot append to ledger %s: %s", self._path, e)
         for listener in self._listeners:
@@ -93,3 +97,9 @@ class Ledger:
 
 def now_s() -> float:
     return time.time()
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"

@@ -928,8 +928,10 @@ class Supervisor:
         with self._lock:
             waiters, self._restart_waiters = self._restart_waiters, []
         reason = waiters[0][0] if waiters else "user"
-        log.info("restarting the worker (reason: %s; %d request%s for it)", reason, len(waiters),
-                 "" if len(waiters) == 1 else "s")
+        # Presses of Restart that join one under way are logged by the page's handler; several
+        # waiters here are restarts asked for by different causes at once.
+        log.info("restarting the worker (reason: %s%s)", reason,
+                 f"; {len(waiters)} callers waiting for it" if len(waiters) > 1 else "")
         with self._lock:
             self._state = RESTARTING
             self._restarts[reason] += 1
