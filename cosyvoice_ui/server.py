@@ -21,6 +21,7 @@ from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import start_upload_sweeper
 from .request_size_limit import RequestSizeLimit
+from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import PAGE_CSS, build_blocks
@@ -75,6 +76,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
             return unauthorized
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    atomic_audio_cache.install()  # identical results share one file in Gradio's cache
     demo = build_blocks(handlers)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)

@@ -24,7 +24,7 @@ from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
 from ..synthesis import SynthesisService
 from ..worker.supervisor import Supervisor, report_to_dict
-from . import formatting, result_files
+from . import formatting
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class Handlers:
         whose files its ``delete_cache`` never deletes):
 
         Yields:
-            ``(path, stats)``: path of the result, a 16-bit WAV file of its own (see
-            :mod:`.result_files`: Gradio's own naming shared one file between identical results).
+            ``((sample_rate_hz, int16 samples), stats)`` - Gradio writes the audio as WAV (whole,
+            then renamed into place: :mod:`.atomic_audio_cache`).
             stats: sample_rate_hz, audio_s, synthesis_s, real_time_factor, peak_memory_bytes
             (torch peak allocated on CUDA, else peak worker RSS), worker_pid, device, mode, notes, ...
 
@@ -91,7 +91,7 @@ class Handlers:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.Finished):
                 _show_notes(event.result)
-                yield result_files.write_result_wav(synthesis.to_int16(event.audio), event.sample_rate_hz), event.result
+                yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
                 return
             else:
                 yield None, None
