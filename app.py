@@ -47,6 +47,25 @@ def _own_gradio_temp_folder() -> None:
         os.environ["GRADIO_TEMP_DIR"] = os.path.join(tempfile.gettempdir(), "cosyvoice_ui")
 
 
+def _temp_folder_problem() -> str | None:
+    """Why ``$GRADIO_TEMP_DIR`` cannot hold uploads and results, or ``None``. A file or an
+    unwritable path there made Gradio raise after the model had loaded, and the process stayed
+    up serving nothing (twenty-second newcomer session)."""
+    import os
+
+    folder = os.environ["GRADIO_TEMP_DIR"]
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        return f"GRADIO_TEMP_DIR={folder!r} is a file, not a folder; point it at a writable folder or unset it."
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        return (f"GRADIO_TEMP_DIR={folder!r} cannot hold uploads and results ({e.strerror}); point it at a "
+                "writable folder or unset it.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"GRADIO_TEMP_DIR={folder!r} is not writable; point it at a writable folder or unset it."
+    return None
+
+
 def _cannot_listen(host: str, port: int) -> str | None:
     """Why the server could not listen on ``host:port`` (a bad address, a port in use), found by
     binding a socket the way uvicorn will (SO_REUSEADDR), or ``None`` when it can."""
@@ -80,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _return_freed_memory()
     _own_gradio_temp_folder()
+    problem = _temp_folder_problem()
+    if problem:  # before the model loads, like the port
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     # Gradio 6.17 (the version requirements-cosyvoice.txt installs) names a status constant that
     # current Starlette deprecates; the warning was printed on requests and means nothing to a user.
     warnings.filterwarnings("ignore", message=".*HTTP_422_UNPROCESSABLE_ENTITY")
@@ -143,7 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         return 2
-    app = build_app(settings, supervisor, monitor)
+    try:
+        app = build_app(settings, supervisor, monitor)
+    except BaseException:
+        # The worker thread would keep the process alive, holding the model and serving nothing.
+        supervisor.stop(grace_s=1)
+        monitor.stop()
+        raise
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the app is reachable from the network%s%s", settings.host,
                     "" if settings.auth else ", without authentication (see --auth)",

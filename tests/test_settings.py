@@ -228,3 +228,17 @@ def test_address_of_another_machine_is_refused_with_the_right_advice():
     # 192.0.2.1: TEST-NET-1 (RFC 5737), on no machine's interfaces.
     code, out, _ = _run_app("--host", "192.0.2.1", "--port", str(free_port()))
     assert code == 2 and "this machine has no such address" in out and "another copy" not in out, out
+
+
+@pytest.mark.parametrize("temp", ["{file}", "/proc/no-such-folder"])
+def test_unusable_gradio_temp_dir_is_refused_before_the_model_loads(temp, tmp_path):
+    """A file (or an uncreatable path) as GRADIO_TEMP_DIR made Gradio raise after the model had
+    loaded, and the process stayed up for good, holding the model and serving nothing."""
+    file = tmp_path / "a_file"
+    file.write_text("not a folder")
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "--port", str(free_port())], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "GRADIO_TEMP_DIR": temp.format(file=file)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "GRADIO_TEMP_DIR=" in out and "point it at a writable folder" in out, out[-2000:]
+    assert "worker started" not in out, out[-2000:]
