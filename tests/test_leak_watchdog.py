@@ -7,6 +7,7 @@ import pytest
 
 from cosyvoice_ui.engines.base import SynthesisRequest
 from cosyvoice_ui.monitor.leak import LeakWatchdog
+from cosyvoice_ui.monitor.metrics import Metrics
 from cosyvoice_ui.worker.supervisor import Supervisor
 
 
@@ -21,6 +22,8 @@ def test_leaking_engine_is_detected_and_restart_clears_it(tmp_path, monkeypatch)
     monkeypatch.setenv("LEAK_MB", "40")
     watchdog = LeakWatchdog(threshold_fraction=0.05, threshold_bytes=100 * 2**20, window=3, warmup_requests=1)
     sup = _supervisor("tests.fault_engines:LeakyEngine", tmp_path, monkeypatch, leak_watchdog=watchdog)
+    metrics = Metrics(sup.status, monitor=None)
+    sup.ledger.subscribe(metrics.observe)
     try:
         first_pid = sup.worker_pid
         stats_seen = []
@@ -39,6 +42,10 @@ def test_leaking_engine_is_detected_and_restart_clears_it(tmp_path, monkeypatch)
         # leaking worker's early figures, far below its last ones.
         assert on_new[0].memory_after_bytes < on_leaky[-1].memory_after_bytes - 100 * 2**20
         assert sup.status()["last_leak"] and not sup.status()["degraded"]
+        # The leak row is an event, not a request: requests_total counts the requests only.
+        counted = {s.labels["outcome"]: s.value for m in metrics.requests.collect() for s in m.samples
+                   if s.name.endswith("_total")}
+        assert counted == {"ok": float(len(stats_seen))}, counted
     finally:
         sup.stop(grace_s=1)
 

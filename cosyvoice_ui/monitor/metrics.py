@@ -15,6 +15,7 @@ from .ledger import LedgerRecord
 from .sampler import MemoryMonitor
 
 PREFIX = "cosyvoice_ui"
+NOT_REQUESTS = {"restart:leak", "leak"}  # ledger rows of the leak watchdog
 
 
 class Metrics:
@@ -37,7 +38,11 @@ class Metrics:
         self.registry.register(_StateCollector(self))
 
     def observe(self, record: LedgerRecord) -> None:
-        """Count a finished request (a :class:`~.ledger.Ledger` listener)."""
+        """Count a finished request (a :class:`~.ledger.Ledger` listener). The ledger's leak rows
+        are events, not requests: they were counted in ``requests_total`` (a dashboard summing it
+        overcounted; twenty-second newcomer session) and are in ``worker_restarts_total``."""
+        if record.outcome in NOT_REQUESTS:
+            return
         self.requests.labels(outcome=record.outcome).inc()
         if record.outcome == "out_of_memory":
             self.oom.inc()
