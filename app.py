@@ -51,8 +51,6 @@ def _temp_folder_problem() -> str | None:
     """Why ``$GRADIO_TEMP_DIR`` cannot hold uploads and results, or ``None``. A file or an
     unwritable path there made Gradio raise after the model had loaded, and the process stayed
     up serving nothing (twenty-second newcomer session)."""
-    import os
-
     folder = os.environ["GRADIO_TEMP_DIR"]
     if os.path.exists(folder) and not os.path.isdir(folder):
         return f"GRADIO_TEMP_DIR={folder!r} is a file, not a folder; point it at a writable folder or unset it."

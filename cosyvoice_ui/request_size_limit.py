@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 
+from .inputs.text import RAW_TEXT_FACTOR
+
 _UPLOAD = "/gradio_api/upload"
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024  # part headers and boundaries around the one file
 # A JSON body holds at most three texts (text, prompt text, instruction), each refused beyond
 # RAW_TEXT_FACTOR times --max-text-chars, at up to 6 bytes a character (\uXXXX), plus the rest.
 JSON_ALLOWANCE_BYTES = 2**20
-JSON_BYTES_PER_TEXT_CHAR = 3 * 4 * 6
+JSON_BYTES_PER_TEXT_CHAR = 3 * RAW_TEXT_FACTOR * 6
 
 
 class RequestSizeLimit:

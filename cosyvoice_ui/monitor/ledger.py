@@ -67,11 +67,14 @@ class Ledger:
             self._records.append(record)
             if self._path:
                 try:
-                    with open(self._path, "a+", encoding="utf-8") as f:
+                    with open(self._path, "ab+") as f:
                         # A line cut short (a crash mid-write, a full disk) would swallow this record.
-                        starts_a_line = f.tell() == 0 or _ends_with_newline(self._path)
-                        f.write(("" if starts_a_line else "\n")
-                                + json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n")
+                        cut_short = False
+                        if f.seek(0, os.SEEK_END) > 0:
+                            f.seek(-1, os.SEEK_END)
+                            cut_short = f.read(1) != b"\n"
+                        line = json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n"
+                        f.write((("\n" if cut_short else "") + line).encode("utf-8"))
                 except OSError as e:  # a full disk must not fail requests
                     log.error("cannot append to ledger %s: %s", self._path, e)
         for listener in self._listeners:
@@ -97,9 +100,3 @@ class Ledger:
 
 def now_s() -> float:
     return time.time()
-
-
-def _ends_with_newline(path: str) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"

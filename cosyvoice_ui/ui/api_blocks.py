@@ -51,8 +51,7 @@ class ApiBlocks(gr.Blocks):
     async def preprocess_data(self, block_fn, inputs, *args, **kwargs):
         try:
             _refuse_extra_values(block_fn, inputs)
-            _refuse_urls(block_fn, inputs)
-            _refuse_folders(block_fn, inputs)
+            _refuse_bad_files(block_fn, inputs)
             return await super().preprocess_data(block_fn, inputs, *args, **kwargs)
         except gr.Error as e:
             if not e.print_exception:
@@ -124,21 +123,15 @@ def _refuse_extra_values(block_fn, inputs: list) -> None:
         raise PayloadError(f"{event} takes {len(names)} values ({', '.join(names)}); got {len(inputs)}.")
 
 
-def _refuse_urls(block_fn, inputs: list) -> None:
-    names = parameter_names(block_fn)
-    for i, value in enumerate(inputs[:len(names)]):
-        for path in _file_paths(value):
-            if client_utils.is_http_url_like(path):
-                raise PayloadError(f"The {names[i]} is a URL ({_short(path)}); this server does not download files. "
-                                   f"Download it, then upload it (gradio_client: handle_file('voice.wav')).")
+def _refuse_bad_files(block_fn, inputs: list) -> None:
+    """One check per file value: a URL (never downloaded), or something in the upload area that
+    is not a file.
 
-
-def _refuse_folders(block_fn, inputs: list) -> None:
-    # A folder inside the upload area passes Gradio's path check and joins the files it deletes
-    # later, where os.remove() fails on it: the scheduled deletion and the shutdown then logged a
-    # traceback and "Application shutdown failed" for good (nineteenth newcomer session). Only
-    # paths inside the upload area are looked at: others get Gradio's refusal, which says nothing
-    # about what exists on this server.
+    A folder inside the upload area passes Gradio's path check and joins the files it deletes
+    later, where os.remove() fails on it: the scheduled deletion and the shutdown then logged a
+    traceback and "Application shutdown failed" for good (nineteenth newcomer session). Only
+    paths inside the upload area are looked at: others get Gradio's refusal, which says nothing
+    about what exists on this server."""
     from gradio.utils import abspath, get_upload_folder, is_in_or_equal
 
     names = parameter_names(block_fn)
@@ -146,7 +139,8 @@ def _refuse_folders(block_fn, inputs: list) -> None:
     for i, value in enumerate(inputs[:len(names)]):
         for path in _file_paths(value):
             if client_utils.is_http_url_like(path):
-                continue
+                raise PayloadError(f"The {names[i]} is a URL ({_short(path)}); this server does not download files. "
+                                   f"Download it, then upload it (gradio_client: handle_file('voice.wav')).")
             full = str(abspath(path))
             if is_in_or_equal(full, upload_folder) and os.path.lexists(full) and not os.path.isfile(full):
                 what = "a folder" if os.path.isdir(full) else "something"
