@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, end_streams
-    from cosyvoice_ui.worker.supervisor import Supervisor
+    from cosyvoice_ui.worker.supervisor import RESTARTING, STARTING, Supervisor
 
     try:
         engine_capabilities(settings.engine)
@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         log.info("stopped: the worker has ended; exiting")
-        if stop.signum == signal.SIGTERM:  # ended by SIGTERM, as after a drain while serving
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+        if stop.signum != signal.SIGINT:  # ended by SIGTERM/SIGHUP, as after a drain while serving
+            signal.signal(stop.signum, signal.SIG_DFL)
+            os.kill(os.getpid(), stop.signum)
         return 130  # SIGINT: as a shell reports a Ctrl-C, as after a drain while serving
     if not ready:
         # A model that cannot load at start (no GPU for --device cuda, a bad engine) is a
@@ -181,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         if drained.is_set():
             return
         drained.set()
-        log.info("shutting down: no new requests; letting the running one finish (up to %.0f s), then "
-                 "ending the worker", settings.restart_grace_s)
+        if supervisor.status()["state"] in (STARTING, RESTARTING):  # reloading (after an idle unload, a restart)
+            log.info("shutting down while the model loads: ending the worker")
+        else:
+            log.info("shutting down: no new requests; letting the running one finish (up to %.0f s), then "
+                     "ending the worker", settings.restart_grace_s)
         supervisor.stop()
         monitor.stop()
 
@@ -215,8 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     return 130 if interrupted else 0
 
 
+# A closed terminal or ssh session sends SIGHUP to the whole process group: drained like SIGTERM
+# (it ended the app at once, losing the running request and its ledger record). Left alone when
+# it is ignored at start (nohup), so that the app outlives its terminal as asked.
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 class _StopWhileLoading(BaseException):
-    """SIGTERM or SIGINT arrived before the server was listening."""
+    """SIGTERM, SIGINT or SIGHUP arrived before the server was listening."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -226,13 +235,13 @@ class _StopWhileLoading(BaseException):
 
 @contextlib.contextmanager
 def _signals_end_loading():
-    """While the model loads, SIGTERM and SIGINT raise :class:`_StopWhileLoading` in the main
-    thread; the previous handlers come back afterwards (uvicorn installs its own later)."""
+    """While the model loads, SIGTERM, SIGINT and SIGHUP raise :class:`_StopWhileLoading` in the
+    main thread; the previous handlers come back afterwards (uvicorn installs its own later)."""
     def handler(signum, frame):
         raise _StopWhileLoading(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)
-                if signal.getsignal(sig) is not signal.SIG_IGN}  # an ignored SIGINT (nohup, &) stays ignored
+    previous = {sig: signal.signal(sig, handler) for sig in _STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}  # ignored ones (nohup, &) stay ignored
     try:
         yield
     finally:
@@ -241,7 +250,7 @@ def _signals_end_loading():
 
 
 class DrainingServer(uvicorn.Server):
-    """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT the supervisor stops taking
+    """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT/SIGHUP the supervisor stops taking
     requests, fails queued ones with a retry hint and lets the running one finish (bounded), while
     HTTP stays up so that its answer reaches the client; then uvicorn shuts down as usual. A second
     signal exits at once.
@@ -261,6 +270,20 @@ class DrainingServer(uvicorn.Server):
         self._listening = listening
         self._draining = False
         self.stopped_logged = False
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        # uvicorn captures SIGINT and SIGTERM only; SIGHUP is added here. Its handler goes before
+        # uvicorn's exit raises the captured signals again, so that SIGHUP ends the process.
+        with super().capture_signals():
+            hangup = (threading.current_thread() is threading.main_thread()
+                      and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN)  # nohup: stays ignored
+            previous = signal.signal(signal.SIGHUP, self.handle_exit) if hangup else None
+            try:
+                yield
+            finally:
+                if hangup:
+                    signal.signal(signal.SIGHUP, previous)
 
     async def startup(self, sockets=None) -> None:
         await super().startup(sockets=sockets)

@@ -55,6 +55,8 @@ case "${1:-}" in
     # SIGINT would mean "exit without draining").
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 143' TERM
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 130' INT
+    # A closed terminal (SIGHUP to the process group) drains as well; under nohup it stays ignored.
+    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 129' HUP
     wait $APP_PID
     ;;
 esac

@@ -42,6 +42,10 @@ class FaultEngine(Engine):
             with open(os.path.join(os.environ["FAULT_ENGINE_DIR"], f"tempfile-{os.getpid()}"), "w") as f:
                 f.write(path)
         delay = float(os.environ.get("FAULT_ENGINE_LOAD_S", "0"))
+        later = os.path.join(os.environ.get("FAULT_ENGINE_DIR", ""), "load_s")  # for loads after the first
+        if os.path.exists(later):
+            with open(later) as f:
+                delay = float(f.read())
         time.sleep(delay)
         return {"device": "cpu", "dtype": "float32"}
 

@@ -233,3 +233,135 @@ def test_signal_while_the_model_loads_stops_with_a_log(sig, tmp_path, monkeypatc
         assert not alive, f"left behind: {[c.pid for c in alive]}"
     finally:
         app.stop()
+
+
+def _start_run_sh(tmp_path, *prefix: str, flags: tuple = ()):
+    """``./run.sh`` in its own process group (as a terminal's job), healthy on return."""
+    import os
+    import subprocess
+    import urllib.request
+
+    from .conftest import ROOT, free_port
+
+    port = free_port()
+    log_path = tmp_path / "run_sh.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen([*prefix, "bash", str(ROOT / "run.sh"), "--port", str(port), "--engine",
+                             "tests.fault_engines:FaultEngine", *flags], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, env={**os.environ, "FAULT_ENGINE_DIR": str(tmp_path)},
+                            start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + 180  # may install requirements.txt on a fresh clone first
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).close()
+            return proc, f"http://127.0.0.1:{port}/", log_path
+        except Exception:  # noqa: BLE001 - not up yet
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError(log_path.read_text()[-3000:])
+
+
+def test_closed_terminal_drains_the_running_request(tmp_path):
+    """Closing the terminal (or the ssh session) sends SIGHUP to the app's whole process group:
+    run.sh, python and the worker. It ended everything at once (twenty-second newcomer session:
+    the running request got a bare CancelledError and left no ledger record); now it drains like
+    SIGTERM and the exit status says SIGHUP (129)."""
+    import json
+    import os
+
+    ledger = tmp_path / "ledger.jsonl"
+    proc, url, log_path = _start_run_sh(tmp_path, flags=("--ledger", str(ledger)))
+    try:
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        result: dict = {}
+
+        def call():
+            try:
+                result["value"] = Client(url, verbose=False).predict(text="sleep:3 while the terminal closes",
+                                                                     api_name="/synthesize")
+            except Exception as e:  # noqa: BLE001
+                result["value"] = e
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        wait_for(lambda: _healthz(url)["in_flight"] is not None, 30, "the request to run")
+        os.killpg(proc.pid, signal.SIGHUP)
+        caller.join(60)
+        assert proc.wait(timeout=60) == 129, log_path.read_text()[-3000:]
+        assert not isinstance(result.get("value"), Exception), result
+        assert result["value"][1]["audio_s"] > 0
+        records = [json.loads(line) for line in ledger.read_text().splitlines()]
+        assert [r["outcome"] for r in records] == ["ok"], records
+        log = log_path.read_text()
+        assert "shutting down: no new requests" in log and "stopped: the worker has ended" in log, log[-3000:]
+        time.sleep(0.5)
+        assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_under_nohup_a_closed_terminal_leaves_the_app_serving(tmp_path):
+    """The README's way to outlive the terminal: SIGHUP ignored at start stays ignored (uvicorn
+    would otherwise install a handler over it, and the drain would stop the app)."""
+    import os
+
+    proc, url, log_path = _start_run_sh(tmp_path, "nohup")
+    try:
+        os.killpg(proc.pid, signal.SIGHUP)
+        time.sleep(2.0)
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        assert _healthz(url)["state"] == "ready"
+        assert Client(url, verbose=False).predict(text="still here", api_name="/synthesize")[1]["audio_s"] > 0
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143, log_path.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _healthz(url: str) -> dict:
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=10) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read())
+
+
+def test_signal_while_the_model_reloads_says_so(tmp_path, monkeypatch):
+    """A SIGTERM while a new worker loads (a restart, or the reload after an idle unload) ends it
+    without waiting for the load; the log said "letting the running one finish" (twenty-second
+    newcomer session), as if a request ran."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        (tmp_path / "load_s").write_text("60")
+        threading.Thread(target=lambda: _ignore_errors(
+            lambda: Client(app.url, verbose=False).predict(api_name="/restart")), daemon=True).start()
+        wait_for(lambda: app.status()["state"] in ("loading", "restarting"), 30, "the reload")
+        wait_for(lambda: "worker started" in app.log_path.read_text().split("restarting the worker", 1)[-1], 30, "the new worker")
+        t0 = time.monotonic()
+        app.proc.send_signal(signal.SIGTERM)
+        assert app.proc.wait(timeout=30) == -signal.SIGTERM
+        assert time.monotonic() - t0 < 15, "the shutdown waited for the load"
+        lines = app.log_path.read_text().splitlines()
+        assert any("shutting down while the model loads" in line for line in lines), lines[-8:]
+        assert not any("letting the running one finish" in line for line in lines), lines[-8:]
+        assert "stopped: the worker has ended" in lines[-1], lines[-5:]
+    finally:
+        app.stop()
+
+
+def _ignore_errors(call) -> None:
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - the app stops under it
+        pass

@@ -251,12 +251,12 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         os.environ["TMPDIR"] = scratch_dir  # also for libraries and subprocesses that read it
         tempfile.tempdir = scratch_dir
     _configure_allocator()
-    # Ctrl-C in a terminal, and SIGTERM sent to the process group (systemd, docker, timeout),
-    # reach the worker too; the supervisor decides when it stops, so the running request can
-    # finish during a drain. The supervisor ends it with a Shutdown message or SIGKILL, and a
-    # closed pipe (web process gone) ends it as well.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Ctrl-C in a terminal, SIGTERM sent to the process group (systemd, docker, timeout) and
+    # SIGHUP from a closed terminal reach the worker too; the supervisor decides when it stops, so
+    # the running request can finish during a drain. The supervisor ends it with a Shutdown
+    # message or SIGKILL, and a closed pipe (web process gone) ends it as well.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     pid = os.getpid()
     send_lock = threading.Lock()
     busy: list[str | None] = [None]
