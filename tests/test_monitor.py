@@ -61,3 +61,45 @@ def test_ledger_line_cut_short_does_not_swallow_the_next_record(tmp_path):
     lines = path.read_text().splitlines()
     assert json.loads(lines[-1])["outcome"] == "refused:input", lines
     assert len(lines) == 3
+
+
+def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, monkeypatch):
+    """The ledger file replaced by a folder (or a full disk) lost every record with one ERROR line
+    each, while /healthz said "ok" and /metrics showed nothing (twenty-second newcomer session).
+    Requests still succeed; the loss is counted where an operator looks, and the log says when the
+    file is writable again."""
+    import json
+    import urllib.request
+
+    from gradio_client import Client
+
+    from cosyvoice_ui.ui.formatting import status_markdown
+
+    from .conftest import RunningApp
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    ledger = tmp_path / "ledger.jsonl"
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
+    try:
+        app.wait_healthy()
+        client = Client(app.url, verbose=False)
+        client.predict(text="first one", api_name="/synthesize")
+        ledger.unlink()
+        ledger.mkdir()
+        _, stats = client.predict(text="second one", api_name="/synthesize")
+        assert stats["audio_s"] > 0, "a ledger that cannot be written must not fail the request"
+        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
+            assert r.status == 200
+            health = json.loads(r.read())
+        assert health["ledger_write_errors"] == 1 and str(ledger) in health["ledger_error"], health
+        with urllib.request.urlopen(app.url + "metrics", timeout=10) as r:
+            assert "cosyvoice_ui_ledger_write_errors_total 1.0" in r.read().decode()
+        panel = status_markdown(client.predict(api_name="/status"), None, None)
+        assert "ledger file cannot be written" in panel and str(tmp_path) not in panel, panel
+        ledger.rmdir()
+        client.predict(text="third one", api_name="/synthesize")
+        assert app.status()["ledger_error"] is None
+        assert [json.loads(line)["text_chars"] for line in ledger.read_text().splitlines()] == [len("third one")]
+        assert "is writable again; 1 record(s) were not written" in app.log_path.read_text()
+    finally:
+        app.stop()

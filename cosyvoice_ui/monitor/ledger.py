@@ -57,6 +57,8 @@ class Ledger:
         self._lock = threading.Lock()
         self._path = path
         self._listeners: list = []
+        self.write_errors = 0  # records the file lost (in memory they are kept)
+        self.write_error: str | None = None  # the latest, while writing fails; None once it works again
 
     def subscribe(self, listener) -> None:
         """Call ``listener(record)`` for every record added from now on."""
@@ -75,8 +77,16 @@ class Ledger:
                             cut_short = f.read(1) != b"\n"
                         line = json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n"
                         f.write((("\n" if cut_short else "") + line).encode("utf-8"))
+                    if self.write_error:
+                        log.warning("ledger %s is writable again; %d record(s) were not written to it",
+                                    self._path, self.write_errors)
+                        self.write_error = None
                 except OSError as e:  # a full disk must not fail requests
-                    log.error("cannot append to ledger %s: %s", self._path, e)
+                    # Also in /healthz and /metrics: an ERROR line alone went unseen (twenty-second
+                    # newcomer session: the file replaced by a folder, health "ok" throughout).
+                    self.write_errors += 1
+                    self.write_error = f"cannot append to ledger {self._path}: {e}"
+                    log.error("%s", self.write_error)
         for listener in self._listeners:
             try:
                 listener(record)

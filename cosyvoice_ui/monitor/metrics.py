@@ -92,6 +92,9 @@ class _StateCollector:
         for reason, n in (status.get("restarts_by_reason") or {}).items():
             restarts.add_metric([reason], n)
         yield restarts
+        lost = CounterMetricFamily(f"{PREFIX}_ledger_write_errors", "Ledger records that could not be appended to --ledger")
+        lost.add_metric([], status.get("ledger_write_errors", 0))
+        yield lost
         state = GaugeMetricFamily(f"{PREFIX}_worker_state", "1 for the worker's current state", labels=["state"])
         state.add_metric([status.get("state", "unknown")], 1)
         yield state

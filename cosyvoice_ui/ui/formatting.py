@@ -89,6 +89,9 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
         lines.append(f"⚠️ **A previous worker was suspected of leaking:** {status['last_leak']}")
     if status.get("last_outcome") == "out_of_memory":
         lines.append("⚠️ **The last request ran out of memory.**")
+    if status.get("ledger_error"):  # the path stays in the log and /healthz: the page may be public
+        lines.append(f"⚠️ **The ledger file cannot be written:** {status['ledger_write_errors']} record(s) "
+                     "not saved to it (see the log).")
     if status.get("last_error") and status["state"] not in ("ready", "busy"):
         lines.append(f"**Last error:** {status['last_error']}")
     return "  \n".join(lines)

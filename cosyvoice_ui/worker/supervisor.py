@@ -368,6 +368,8 @@ class Supervisor:
                 "last_leak": self._last_leak.describe() if self._last_leak else None,
                 "degraded": bool(self._leak) or self._last_outcome == "out_of_memory",
                 "last_outcome": self._last_outcome,
+                "ledger_write_errors": self.ledger.write_errors,
+                "ledger_error": self.ledger.write_error,
             }
 
     @property
