@@ -137,13 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--monitor-interval", dest="monitor_interval_s", type=_finite_float,
                    default=_env("monitor_interval", d.monitor_interval_s, check=_finite_float),
                    help="seconds between memory samples (NVML, psutil) for the page, /metrics and --gpu-log")
-    p.add_argument("--gpu-log", default=_env("gpu_log", d.gpu_log),
-                   help="append memory samples to this file in nvidia-smi dmon style")
-    p.add_argument("--ledger", default=_env("ledger", d.ledger),
-                   help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to this file")
-    p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=_finite_float,
-                   default=_env("idle_unload_after", d.idle_unload_after_s, check=_finite_float),
-                   help="end the worker after this many seconds without requests (frees the GPU); off by default")
+    p.add_argument("--gpu-log", type=_path_or_off, default=_env("gpu_log", d.gpu_log),
+                   help="append memory samples to this file in nvidia-smi dmon style (off: none)")
+    p.add_argument("--ledger", type=_path_or_off, default=_env("ledger", d.ledger),
+                   help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to "
+                        "this file (off: none)")
+    p.add_argument("--idle-unload-after", dest="idle_unload_after_s", type=_seconds_or_off,
+                   default=_env("idle_unload_after", d.idle_unload_after_s, check=_seconds_or_off),
+                   help="end the worker after this many seconds without requests (frees the GPU); off (or 0) keeps "
+                        "the model loaded (default)")
     p.add_argument("--leak-threshold-mb", type=_finite_float, default=_env("leak_threshold_mb", d.leak_threshold_mb, check=_finite_float),
                    help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
                         "(the larger of this and --leak-threshold-fraction of the baseline)")
@@ -205,10 +207,31 @@ def _append_problem(path: str) -> str | None:
 
 
 def _finite_float(text) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except (TypeError, ValueError):  # argparse's own message named this function ("invalid _finite_float value")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
+
+
+# "off" turns off an optional setting: a flag must be able to undo a COSYVOICE_UI_* variable
+# (twenty-second newcomer session: COSYVOICE_UI_IDLE_UNLOAD_AFTER=10 could not be overridden).
+_OFF = "off"
+
+
+def _seconds_or_off(text) -> float | None:
+    """Seconds, or ``None`` for ``off`` (or 0)."""
+    if text is None or str(text).strip().lower() == _OFF:
+        return None
+    value = _finite_float(text)
+    return None if value == 0 else value
+
+
+def _path_or_off(text) -> str | None:
+    """A file path, or ``None`` for ``off``."""
+    return None if text is None or str(text).strip().lower() == _OFF else str(text)
 
 
 def _port(text) -> int:
@@ -337,9 +360,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
                 parser.error(f"--engine cosyvoice needs {flag} PATH (see the README's CosyVoice section)")
             if not os.path.isdir(values[name]):
                 parser.error(f"{flag} {values[name]!r}: no such folder")
-    if values["idle_unload_after_s"] is not None:
-        if values["idle_unload_after_s"] <= 0:
-            parser.error("--idle-unload-after must be a positive number of seconds")
+    if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < 0:
+        parser.error(f"--idle-unload-after must be a positive number of seconds, or off (or 0) to keep the model "
+                     f"loaded; got {values['idle_unload_after_s']:g}")
     _check_upper_limits(parser, values)
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
     _warn_about_self_defeating_limits(values)

@@ -43,6 +43,7 @@ from .conftest import ROOT, free_port
     (["--worker-start-timeout", "1e12"], "--worker-start-timeout 1e+12 s is longer than"),
     (["--restart-cooldown", "1e300"], "--restart-cooldown 1e+300 s is longer than"),
     (["--idle-unload-after", "1e300"], "--idle-unload-after 1e+300 s is longer than"),
+    (["--idle-unload-after", "-5"], "--idle-unload-after must be a positive number of seconds, or off"),
     (["--temp-file-ttl", "1e300"], "--temp-file-ttl 1e+300 s is longer than"),
     (["--monitor-interval", "1e9"], "--monitor-interval 1000000000 s is longer than"),
     (["--monitor-interval", "0.0001"], "--monitor-interval 0.0001 s would keep a core busy"),
@@ -92,6 +93,28 @@ def test_the_flag_wins_and_is_named_over_the_variable(monkeypatch, capsys):
         parse_settings(["--max-queue", "1001"])
     err = capsys.readouterr().err
     assert "--max-queue 1001 is over" in err and "COSYVOICE_UI_MAX_QUEUE" not in err, err
+
+
+@pytest.mark.parametrize("variable,value,argv,name", [
+    ("COSYVOICE_UI_IDLE_UNLOAD_AFTER", "600", ["--idle-unload-after", "off"], "idle_unload_after_s"),
+    ("COSYVOICE_UI_IDLE_UNLOAD_AFTER", "600", ["--idle-unload-after", "0"], "idle_unload_after_s"),
+    ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "off"], "ledger"),
+    ("COSYVOICE_UI_GPU_LOG", "{tmp}/gpu.log", ["--gpu-log", "OFF"], "gpu_log"),
+])
+def test_a_flag_turns_off_what_a_variable_turned_on(variable, value, argv, name, tmp_path, monkeypatch, capsys):
+    """A service file's variable could not be undone for one run: ``--idle-unload-after off`` was
+    refused with argparse's "invalid _finite_float value" (twenty-second newcomer session)."""
+    monkeypatch.setenv(variable, value.format(tmp=tmp_path))
+    assert getattr(parse_settings([]), name) is not None
+    assert getattr(parse_settings(argv), name) is None
+    assert "_float" not in capsys.readouterr().err
+
+
+def test_a_malformed_number_names_no_internal_function(capsys):
+    with pytest.raises(SystemExit):
+        parse_settings(["--request-timeout", "ten"])
+    err = capsys.readouterr().err
+    assert "--request-timeout: 'ten' is not a number" in err and "_finite_float" not in err, err
 
 
 def test_variables_are_read_and_flags_win(monkeypatch):
