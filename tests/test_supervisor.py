@@ -535,6 +535,29 @@ def test_free_cache_keeps_the_worker(fault_supervisor):
     fault_supervisor.synthesize(SynthesisRequest(text="still here"))
 
 
+def test_free_cache_says_when_its_worker_was_replaced_meanwhile(fault_supervisor):
+    """Free cache pressed while a request ran on a worker that then froze waited for the
+    replacement and reported the new worker's figures as if nothing had happened (twenty-second
+    newcomer session). The report names the replaced worker, and the page says so."""
+    from cosyvoice_ui.ui.formatting import free_cache_markdown
+
+    frozen = fault_supervisor.worker_pid
+    running = threading.Thread(target=lambda: fault_supervisor.synthesize(SynthesisRequest(text="sleep:5 running")),
+                               daemon=True)
+    running.start()
+    deadline = time.monotonic() + 10
+    while fault_supervisor.status()["in_flight"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(frozen, signal.SIGSTOP)
+    report = fault_supervisor.free_cache()
+    assert report["replaced_pid"] == frozen and report["pid"] not in (None, frozen), report
+    text = free_cache_markdown(report)
+    assert f"Worker {frozen} was replaced" in text and f"worker {report['pid']}:" in text, text
+    running.join(30)
+    report = fault_supervisor.free_cache()  # the same worker at press and at its turn
+    assert "replaced_pid" not in report
+
+
 def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()

@@ -101,12 +101,23 @@ def free_cache_markdown(report: dict) -> str:
     """Summary of a free-cache action."""
     if report.get("state") == "unloaded":
         return "No model is loaded (unloaded after idle time): nothing to free."
-    parts = [f"Freed caches in worker {report['pid']}:"]
+    parts = []
+    if report.get("replaced_pid"):
+        parts.append(f"Worker {report['replaced_pid']} was replaced before its caches could be freed (see "
+                     f"restarts in the panel); the new worker started with empty caches.")
+    parts.append(f"Freed caches in worker {report['pid']}:")
     if report.get("reserved_before_bytes") is not None:
         parts.append(f"torch reserved {mib(report['reserved_before_bytes'])} → {mib(report['reserved_after_bytes'])}"
                      f" (allocated {mib(report['allocated_bytes'])});")
     parts.append(f"RSS {mib(report['rss_before_bytes'])} → {mib(report['rss_after_bytes'])}.")
     return " ".join(parts)
+
+
+def free_cache_pending_markdown(request_running: bool) -> str:
+    """What a Free cache press is waiting for, shown until its report replaces it."""
+    if request_running:
+        return "Freeing cached memory: waiting for the running request to finish …"
+    return "Freeing cached memory …"
 
 
 def restart_pending_markdown(request_running: bool, restart_grace_s: float) -> str:

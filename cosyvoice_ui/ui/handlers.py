@@ -211,8 +211,15 @@ class Handlers:
         except UserFacingError as e:
             raise gr.Error(str(e), print_exception=False) from None
 
-    def free_cache_ui(self) -> str:
-        return formatting.free_cache_markdown(self.free_cache())
+    def free_cache_ui(self):
+        """The page's Free cache: what it waits for (a running request), then the report."""
+        yield formatting.free_cache_pending_markdown(self.supervisor.status()["in_flight"] is not None)
+        try:
+            report = self.free_cache()
+        except gr.Error:
+            yield ""
+            raise
+        yield formatting.free_cache_markdown(report)
 
     def status(self) -> dict:
         """Supervisor status plus the latest monitor sample (GPU figures or why there are none)."""

@@ -128,7 +128,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                                            api_description=API_DESCRIPTIONS["synthesize_stream"], **limits)
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
                       concurrency_limit=4, concurrency_id="restart")
-        free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private",
+        free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
                          concurrency_limit=4, concurrency_id="restart")
         gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",
                                        api_description=API_DESCRIPTIONS["free_cache"],

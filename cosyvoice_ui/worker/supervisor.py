@@ -319,15 +319,22 @@ class Supervisor:
         Returns:
             ``{"reserved_before_bytes", "reserved_after_bytes", "allocated_bytes", "rss_before_bytes",
             "rss_after_bytes", "pid"}`` (torch figures ``None`` on the CPU), or ``{"state": "unloaded"}``
-            when no worker is loaded.
+            when no worker is loaded. ``"replaced_pid"`` is added when the worker of the press was
+            replaced (it hung, crashed or was restarted) before its turn: the figures are then the
+            new worker's.
         """
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down.")
+            pid_at_press = self._worker.process.pid if self._worker else None
             self._cache_waiters.append(future)
             self._wake.notify_all()
-        return future.result(timeout=timeout_s + self.restart_grace_s)
+        report = future.result(timeout=timeout_s + self.restart_grace_s)
+        if pid_at_press is not None and report.get("pid") not in (None, pid_at_press):
+            # It reported the new worker's figures as if nothing had happened (twenty-second newcomer session).
+            report = {**report, "replaced_pid": pid_at_press}
+        return report
 
     def status(self) -> dict:
         """A JSON-serializable snapshot: state, pid, device, restarts, queue, memory figures."""

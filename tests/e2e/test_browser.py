@@ -283,7 +283,7 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
 def test_restart_says_what_it_waits_for(browser, tmp_path):
     """A Restart pressed while a request runs waits for it (up to --restart-grace); the page
     showed Gradio's estimate from earlier restarts ("processing | 21.6/2.5s") meanwhile. It now
-    says what the restart waits for, then shows the report."""
+    says what the restart waits for, then shows the report. So does Free cache."""
     from ..conftest import RunningApp
 
     app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-cooldown", "0",
@@ -303,6 +303,16 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
         page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Restarted in')",
                                timeout=60_000)
         assert "waited for the running request" in page.locator("#restart_result").inner_text()
+        # Free cache waits for the running request too, and says so instead of showing nothing.
+        page.locator("#text textarea").fill("sleep:6 a request that runs while Free cache is pressed")
+        page.locator("#generate").click()
+        page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')",
+                               timeout=30_000)
+        page.locator("#free_cache").click()
+        page.wait_for_function("document.querySelector('#restart_result').innerText.includes("
+                               "'Freeing cached memory: waiting for the running request')", timeout=5_000)
+        page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Freed caches')",
+                               timeout=60_000)
         page.close()
     finally:
         app.stop()
