@@ -185,7 +185,10 @@ class SynthesisService:
             message: why, as told to the caller (cut to 300 characters by the ledger).
             text_chars: the request's text length in characters, 0 where unknown.
         """
-        self.supervisor.ledger.add_event(self.supervisor.engine, "", outcome, message, text_chars=text_chars)
+        # The device it would have run on (the loaded worker's, else the configured one); it was
+        # "", which a ledger reader grouping by device could not place.
+        self.supervisor.ledger.add_event(self.supervisor.engine, self.supervisor.status()["device"], outcome, message,
+                                         text_chars=text_chars)
 
     def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
         request, notes = build_request(

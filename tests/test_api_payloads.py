@@ -119,6 +119,7 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     new = ledger_records(app)[before:]
     assert [r["outcome"] for r in new] == ["refused:input"], new
     assert "does not download files" in new[0]["error"]
+    assert new[0]["device"] == "cpu", new  # where it would have run ("" before: ungroupable by device)
 
 
 @pytest.mark.parametrize("path,twin", [
