@@ -42,6 +42,7 @@ class Settings:
     monitor_interval_s: float = 1.0
     monitor_history_s: float = 600.0
     gpu_log: str | None = None
+    gpu_log_max_mb: float = 100.0  # rotated at this size; one older file (PATH.1) is kept
     ledger: str | None = None
     idle_unload_after_s: float | None = None
     leak_threshold_mb: float = 200.0
@@ -139,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds between memory samples (NVML, psutil) for the page, /metrics and --gpu-log")
     p.add_argument("--gpu-log", type=_path_or_off, default=_env("gpu_log", d.gpu_log),
                    help="append memory samples to this file in nvidia-smi dmon style (off: none)")
+    p.add_argument("--gpu-log-max-mb", type=_finite_float,
+                   default=_env("gpu_log_max_mb", d.gpu_log_max_mb, check=_finite_float),
+                   help="--gpu-log is rotated at this size in MiB; the previous file is kept as PATH.1")
     p.add_argument("--ledger", type=_path_or_off, default=_env("ledger", d.ledger),
                    help="append one JSON line per finished request (time, lengths, RTF, peak memory, outcome) to "
                         "this file (off: none)")
@@ -332,7 +336,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",
-                 "temp_file_ttl_s"):
+                 "temp_file_ttl_s", "gpu_log_max_mb"):
         if values[name] <= 0:
             flag = "--" + name.removesuffix("_s").replace("_", "-")
             parser.error(f"{flag} must be positive, got {values[name]:g}")
@@ -409,7 +413,8 @@ _MIN_MONITOR_INTERVAL_S = 0.1
 _MAXIMA = {"max_queue": (1000, "each waiting request holds its prompt audio in memory"),
            "max_text_chars": (100_000, "send a longer text in parts"),
            "max_upload_mb": (1024, "a voice prompt needs a few MiB"),
-           "leak_window": (1000, "the watchdog compares medians of this many requests")}
+           "leak_window": (1000, "the watchdog compares medians of this many requests"),
+           "gpu_log_max_mb": (1_000_000, "a terabyte of memory samples")}
 
 
 def _check_upper_limits(parser: argparse.ArgumentParser, values: dict) -> None:

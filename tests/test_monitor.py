@@ -103,3 +103,35 @@ def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, mon
         assert "is writable again; 1 record(s) were not written" in app.log_path.read_text()
     finally:
         app.stop()
+
+
+def test_gpu_log_is_rotated_by_size(tmp_path):
+    """--gpu-log grew for as long as the app ran (about 10 MB a day at one sample a second). It is
+    rotated at --gpu-log-max-mb, keeping one older file, each with the column header."""
+    log_path = tmp_path / "gpu.log"
+    info = {"state": "ready", "pid": os.getpid(), "memory": {}}
+    monitor = MemoryMonitor(lambda: info, interval_s=0.01, history_s=0.5, gpu_log_path=str(log_path),
+                            gpu_log_max_bytes=2000).start()
+    time.sleep(1.5)
+    monitor.stop()
+    files = sorted(tmp_path.iterdir())
+    assert [f.name for f in files] == ["gpu.log", "gpu.log.1"], files
+    for f in files:
+        lines = f.read_text().splitlines()
+        assert lines[0].startswith("# Date") and f.stat().st_size <= 2000, (f, lines[:3])
+        assert len(lines) > 2 and not lines[-1].startswith("#")
+
+
+def test_gpu_log_that_cannot_be_written_is_reported_once(caplog):
+    """A full disk (/dev/full here) printed logging's traceback for every sample; now one error."""
+    import logging
+
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    with caplog.at_level(logging.ERROR, logger="cosyvoice_ui.monitor.gpu_log"):
+        log = GpuLog("/dev/full", 10_000, "# header\n")
+        for _ in range(20):
+            log.write("  20261130   10:00:00  - -\n")
+        log.close()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "cannot write the GPU log /dev/full" in errors[0].getMessage(), caplog.text

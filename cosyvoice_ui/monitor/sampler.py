@@ -16,6 +16,7 @@ from typing import Callable
 
 import psutil
 
+from .gpu_log import GpuLog
 from .nvml import GpuSample, NvmlReader
 
 log = logging.getLogger(__name__)
@@ -58,11 +59,13 @@ class MemoryMonitor:
         interval_s: seconds between samples.
         history_s: how much history to keep.
         gpu_log_path: append an ``nvidia-smi dmon``-style line per sample here, if given.
+        gpu_log_max_bytes: the log is rotated at this size (one older file, ``PATH.1``, is kept).
         nvml: reader to use (a new :class:`NvmlReader` by default).
     """
 
     def __init__(self, worker_info: WorkerInfo, interval_s: float = 1.0, history_s: float = 600.0,
-                 gpu_log_path: str | None = None, nvml: NvmlReader | None = None) -> None:
+                 gpu_log_path: str | None = None, nvml: NvmlReader | None = None,
+                 gpu_log_max_bytes: int = 100 * 2**20) -> None:
         self._worker_info = worker_info
         self.interval_s = interval_s
         self.nvml = nvml or NvmlReader()
@@ -72,7 +75,8 @@ class MemoryMonitor:
         self._thread = threading.Thread(target=self._loop, name="memory-monitor", daemon=True)
         self._web = psutil.Process()
         self._log_path = gpu_log_path
-        self._log_file = None
+        self._log_max_bytes = gpu_log_max_bytes
+        self._log_file: GpuLog | None = None
         self.cpu_time_s = 0.0  # CPU time spent sampling, for the monitor-cost benchmark
 
     @property
@@ -82,8 +86,7 @@ class MemoryMonitor:
 
     def start(self) -> "MemoryMonitor":
         if self._log_path:
-            self._log_file = open(self._log_path, "a", buffering=1, encoding="utf-8")
-            self._log_file.write(_DMON_HEADER)
+            self._log_file = GpuLog(self._log_path, self._log_max_bytes, _DMON_HEADER)
         self._thread.start()
         return self
 
