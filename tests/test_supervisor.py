@@ -575,6 +575,14 @@ def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatc
         output, stats = future.result()
         assert stats.pid not in (None, old)
         assert "loading" in states
+        # A Restart pressed while unloaded loads the model; no worker is replaced, so it is no
+        # restart in the counts (/metrics worker_restarts_total{reason="user"} counted it).
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+        report = sup.restart()
+        assert report.new_pid is not None and sup.status()["state"] == "ready"
+        assert sup.status()["restarts"] == 0, sup.status()["restarts_by_reason"]
+        sup.restart()  # a loaded one is replaced: counted
+        assert sup.status()["restarts_by_reason"] == {"user": 1}
     finally:
         sup.stop(grace_s=1)
 

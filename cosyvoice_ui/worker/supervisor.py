@@ -939,12 +939,14 @@ class Supervisor:
         reason = waiters[0][0] if waiters else "user"
         # Presses of Restart that join one under way are logged by the page's handler; several
         # waiters here are restarts asked for by different causes at once.
-        log.info("restarting the worker (reason: %s%s)", reason,
-                 f"; {len(waiters)} callers waiting for it" if len(waiters) > 1 else "")
         with self._lock:
+            unloaded = self._state == UNLOADED
             self._state = RESTARTING
-            self._restarts[reason] += 1
+            if not unloaded:  # loading an unloaded model replaces no worker (it was counted as a restart)
+                self._restarts[reason] += 1
             w = self._worker
+        log.info("%s (reason: %s%s)", "loading the unloaded model" if unloaded else "restarting the worker", reason,
+                 f"; {len(waiters)} callers waiting for it" if len(waiters) > 1 else "")
         # The running request (if any) has already finished or been requeued by _run_job.
         self._end_gracefully(w)
         report = self._replace_worker(reason)
