@@ -581,6 +581,11 @@ def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatc
         report = sup.restart()
         assert report.new_pid is not None and sup.status()["state"] == "ready"
         assert sup.status()["restarts"] == 0, sup.status()["restarts_by_reason"]
+        from cosyvoice_ui.ui.formatting import restart_markdown
+        from cosyvoice_ui.worker.supervisor import report_to_dict
+
+        text = restart_markdown(report_to_dict(report), None)
+        assert text.startswith("Loaded the model in") and "None" not in text, text
         sup.restart()  # a loaded one is replaced: counted
         assert sup.status()["restarts_by_reason"] == {"user": 1}
     finally:

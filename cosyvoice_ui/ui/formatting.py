@@ -137,6 +137,9 @@ def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
     waited_s = (report.get("since_press_s") or 0.0) - report["duration_s"]
     waited = (f"; {report['since_press_s']:.2f} s after the press, which waited for the running request"
               if waited_s >= 1.0 else "")
+    if report.get("old_pid") is None:  # the model was unloaded (idle): loaded, nothing replaced ("pid None → 123")
+        return (f"Loaded the model in **{report['duration_s']:.2f} s** (it had been unloaded after idle time): "
+                f"worker pid {report['new_pid']}. Worker RSS {mib(after.get('rss_bytes'))}.")
     parts = [f"Restarted in **{report['duration_s']:.2f} s** (until the model was loaded{waited}): "
              f"pid {report['old_pid']} → {report['new_pid']}.",
              f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
