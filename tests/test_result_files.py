@@ -38,3 +38,26 @@ def test_identical_results_replace_the_file_instead_of_rewriting_it(tmp_path):
         samples, sample_rate_hz = sf.read(path, dtype="int16")
         assert sample_rate_hz == 16000 and len(samples) == 16000 * len(TEXT) // 10
         assert not [p for p in temp_dir.rglob(".partial-*")]
+
+
+def test_identical_combined_stream_files_are_replaced_too(tmp_path):
+    """The page's combined ``--stream`` file goes through Gradio's ``save_bytes_to_cache``, which
+    names it after a hash of its bytes and rewrote it in place for an identical stream."""
+    from gradio import processing_utils
+
+    from cosyvoice_ui.ui import atomic_audio_cache
+
+    atomic_audio_cache.install()
+    data = b"ID3" + os.urandom(50_000)  # an MP3 as Gradio's combine_stream writes it
+    path = processing_utils.save_bytes_to_cache(data, "audio.mp3", cache_dir=str(tmp_path))
+    assert os.path.basename(path) == "audio.mp3" and open(path, "rb").read() == data
+    with open(path, "rb") as first:
+        inode = os.fstat(first.fileno()).st_ino
+        first.read(10)
+        again = processing_utils.save_bytes_to_cache(data, "audio.mp3", cache_dir=str(tmp_path))
+        assert again == path and os.stat(path).st_ino != inode, "rewritten in place"
+        assert 10 + len(first.read()) == len(data)
+    # A name without an extension gets the one Gradio detects, as before.
+    wav = processing_utils.save_bytes_to_cache(b"RIFF\x00\x00\x00\x00WAVE" + bytes(100), "audio", str(tmp_path))
+    assert os.path.basename(wav) == "audio.wav", wav
+    assert not list(tmp_path.rglob(".partial-*"))

@@ -19,13 +19,16 @@ _installed = False
 
 def install() -> None:
     """Wrap ``gradio.processing_utils.audio_to_file`` (which ``save_audio_to_cache`` calls for
-    every ``(sample_rate, samples)`` result) so the file appears only once written. Idempotent."""
+    every ``(sample_rate, samples)`` result) and ``save_bytes_to_cache`` (the page's combined
+    ``--stream`` file, named after a hash of its bytes the same way) so that each file appears
+    only once written. Idempotent."""
     global _installed
     if _installed:
         return
     from gradio import processing_utils
 
     write = processing_utils.audio_to_file
+    save_bytes = processing_utils.save_bytes_to_cache
 
     def audio_to_file(sample_rate, data, filename, format="wav"):
         folder, name = os.path.split(str(filename))
@@ -37,5 +40,20 @@ def install() -> None:
             if os.path.exists(partial):
                 os.unlink(partial)
 
+    def save_bytes_to_cache(data, file_name, cache_dir):
+        # Gradio picks the folder (a hash of the bytes) and may add an extension it detects; the
+        # partial name keeps both, and only its prefix is dropped by the rename.
+        prefix = f".partial-{uuid.uuid4().hex}-"
+        partial = save_bytes(data, prefix + os.path.basename(str(file_name)), cache_dir)
+        folder, name = os.path.split(partial)
+        final = os.path.join(folder, name.removeprefix(prefix))
+        try:
+            os.replace(partial, final)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+        return final
+
     processing_utils.audio_to_file = audio_to_file
+    processing_utils.save_bytes_to_cache = save_bytes_to_cache
     _installed = True
