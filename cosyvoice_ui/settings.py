@@ -410,6 +410,8 @@ _MAX_DURATION_S = 30 * 86400
 _DURATIONS = ("request_timeout_s", "restart_grace_s", "restart_cooldown_s", "worker_start_timeout_s",
               "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s")
 _MIN_MONITOR_INTERVAL_S = 0.1
+_SMALL_GPU_LOG_MB = 1  # about 2.6 hours per file at one sample a second
+_GPU_LOG_BYTES_PER_S = 111  # one line, one GPU (format_dmon_line measured on this machine)
 _MAXIMA = {"max_queue": (1000, "each waiting request holds its prompt audio in memory"),
            "max_text_chars": (100_000, "send a longer text in parts"),
            "max_upload_mb": (1024, "a voice prompt needs a few MiB"),
@@ -445,6 +447,14 @@ _SHORT_IDLE_UNLOAD_S = 30.0
 
 
 def _warn_about_self_defeating_limits(values: dict) -> None:
+    if values["gpu_log_max_mb"] != Settings.gpu_log_max_mb and not values["gpu_log"]:
+        print(f"warning: --gpu-log-max-mb {values['gpu_log_max_mb']:g} has no effect without --gpu-log PATH",
+              file=sys.stderr)
+    elif values["gpu_log"] and values["gpu_log_max_mb"] < _SMALL_GPU_LOG_MB:
+        minutes = values["gpu_log_max_mb"] * 2**20 / _GPU_LOG_BYTES_PER_S / 60
+        print(f"warning: --gpu-log-max-mb {values['gpu_log_max_mb']:g}: each GPU log file holds about {minutes:.2g} "
+              f"minutes of samples at one a second (one older file is kept); use {_SMALL_GPU_LOG_MB:g} or more "
+              "(default 100)", file=sys.stderr)
     if values["request_timeout_s"] < _SHORT_REQUEST_TIMEOUT_S:
         print(f"warning: --request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
               "the worker is restarted; even a short sentence can take seconds (the first on a fresh worker, or on "
