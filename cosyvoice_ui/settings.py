@@ -221,21 +221,30 @@ def _finite_float(text) -> float:
 
 
 # "off" turns off an optional setting: a flag must be able to undo a COSYVOICE_UI_* variable
-# (twenty-second newcomer session: COSYVOICE_UI_IDLE_UNLOAD_AFTER=10 could not be overridden).
-_OFF = "off"
+# (twenty-second newcomer session: COSYVOICE_UI_IDLE_UNLOAD_AFTER=10 could not be overridden). The
+# other words a switch takes for "off" mean the same here; they made files named "no" or "0"
+# (twenty-third).
+_OFF_WORDS = {"off", "no", "false", "none", "0"}
 
 
 def _seconds_or_off(text) -> float | None:
-    """Seconds, or ``None`` for ``off`` (or 0)."""
-    if text is None or str(text).strip().lower() == _OFF:
+    """Seconds, or ``None`` for ``off`` (or 0, no, false, none)."""
+    if text is None or str(text).strip().lower() in _OFF_WORDS:
         return None
-    value = _finite_float(text)
+    try:
+        value = _finite_float(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e}; give seconds, or off") from None
     return None if value == 0 else value
 
 
 def _path_or_off(text) -> str | None:
-    """A file path, or ``None`` for ``off``."""
-    return None if text is None or str(text).strip().lower() == _OFF else str(text)
+    """A file path, or ``None`` for ``off`` (or no, false, none, 0)."""
+    if text is None or str(text).strip().lower() in _OFF_WORDS:
+        return None
+    if not str(text).strip():  # read as "off" before: an empty variable is refused, so is an empty flag
+        raise argparse.ArgumentTypeError("empty; give a file path, or off")
+    return str(text)
 
 
 def _port(text) -> int:

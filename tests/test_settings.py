@@ -44,6 +44,9 @@ from .conftest import ROOT, free_port
     (["--restart-cooldown", "1e300"], "--restart-cooldown 1e+300 s is longer than"),
     (["--idle-unload-after", "1e300"], "--idle-unload-after 1e+300 s is longer than"),
     (["--idle-unload-after", "-5"], "--idle-unload-after must be a positive number of seconds, or off"),
+    (["--idle-unload-after", "soon"], "'soon' is not a number; give seconds, or off"),
+    (["--ledger", ""], "--ledger: empty; give a file path, or off"),
+    (["--gpu-log", " "], "--gpu-log: empty; give a file path, or off"),
     (["--temp-file-ttl", "1e300"], "--temp-file-ttl 1e+300 s is longer than"),
     (["--monitor-interval", "1e9"], "--monitor-interval 1000000000 s is longer than"),
     (["--monitor-interval", "0.0001"], "--monitor-interval 0.0001 s would keep a core busy"),
@@ -100,14 +103,21 @@ def test_the_flag_wins_and_is_named_over_the_variable(monkeypatch, capsys):
     ("COSYVOICE_UI_IDLE_UNLOAD_AFTER", "600", ["--idle-unload-after", "0"], "idle_unload_after_s"),
     ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "off"], "ledger"),
     ("COSYVOICE_UI_GPU_LOG", "{tmp}/gpu.log", ["--gpu-log", "OFF"], "gpu_log"),
+    # The other words a switch takes for "off" made files named "no" or "0" (twenty-third).
+    ("COSYVOICE_UI_GPU_LOG", "{tmp}/gpu.log", ["--gpu-log", "no"], "gpu_log"),
+    ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "0"], "ledger"),
+    ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "false"], "ledger"),
+    ("COSYVOICE_UI_IDLE_UNLOAD_AFTER", "600", ["--idle-unload-after", "no"], "idle_unload_after_s"),
 ])
 def test_a_flag_turns_off_what_a_variable_turned_on(variable, value, argv, name, tmp_path, monkeypatch, capsys):
     """A service file's variable could not be undone for one run: ``--idle-unload-after off`` was
     refused with argparse's "invalid _finite_float value" (twenty-second newcomer session)."""
     monkeypatch.setenv(variable, value.format(tmp=tmp_path))
+    monkeypatch.chdir(tmp_path)  # a word taken for a file name would be created here
     assert getattr(parse_settings([]), name) is not None
     assert getattr(parse_settings(argv), name) is None
     assert "_float" not in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["gpu.log"], ["ledger.jsonl"])
 
 
 def test_a_malformed_number_names_no_internal_function(capsys):
