@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, end_streams
-    from cosyvoice_ui.worker.supervisor import RESTARTING, STARTING, Supervisor
+    from cosyvoice_ui.worker.supervisor import Supervisor
 
     try:
         engine_capabilities(settings.engine)
@@ -182,11 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if drained.is_set():
             return
         drained.set()
-        if supervisor.status()["state"] in (STARTING, RESTARTING):  # reloading (after an idle unload, a restart)
-            log.info("shutting down while the model loads: ending the worker")
-        else:
-            log.info("shutting down: no new requests; letting the running one finish (up to %.0f s), then "
-                     "ending the worker", settings.restart_grace_s)
+        log.info("%s", _drain_line(supervisor.status(), settings.restart_grace_s))
         supervisor.stop()
         monitor.stop()
 
@@ -223,6 +219,22 @@ def main(argv: list[str] | None = None) -> int:
 # (it ended the app at once, losing the running request and its ledger record). Left alone when
 # it is ignored at start (nohup), so that the app outlives its terminal as asked.
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _drain_line(status: dict, grace_s: float) -> str:
+    """What the drain is about to do, from the supervisor's state (one line said "letting the
+    running one finish" during a reload, a restart and while unloaded; newcomer sessions 22-23)."""
+    from cosyvoice_ui.worker.supervisor import RESTARTING, STARTING, UNLOADED
+
+    if status["in_flight"] is not None:
+        return (f"shutting down: no new requests; letting the running one finish (up to {grace_s:.0f} s), then "
+                "ending the worker")
+    if status["state"] == RESTARTING and status.get("pid") and status.get("load_s") is None:
+        return "shutting down while the model loads: ending the worker"  # the restart's new worker
+    return {STARTING: "shutting down while the model loads: ending the worker",
+            RESTARTING: "shutting down during a restart: ending the worker",
+            UNLOADED: "shutting down: no model is loaded (unloaded after idle time), no worker to end",
+            }.get(status["state"], "shutting down: no new requests; no request is running: ending the worker")
 
 
 class _StopWhileLoading(BaseException):

@@ -365,3 +365,39 @@ def _ignore_errors(call) -> None:
         call()
     except Exception:  # noqa: BLE001 - the app stops under it
         pass
+
+
+def test_signal_while_unloaded_says_there_is_no_worker(tmp_path, monkeypatch):
+    """After an idle unload there is no worker and no request; the drain line said "letting the
+    running one finish (up to 30 s), then ending the worker" (twenty-third newcomer session)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--idle-unload-after", "1")
+    try:
+        app.wait_healthy()
+        wait_for(lambda: app.status()["state"] == "unloaded", 30, "the idle unload")
+        app.proc.send_signal(signal.SIGTERM)
+        assert app.proc.wait(timeout=30) == -signal.SIGTERM
+        lines = app.log_path.read_text().splitlines()
+        assert any("shutting down: no model is loaded (unloaded after idle time)" in line for line in lines), lines[-5:]
+        assert not any("letting the running one finish" in line for line in lines), lines[-5:]
+    finally:
+        app.stop()
+
+
+def test_drain_line_follows_the_state():
+    import importlib.util
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("app_main", ROOT / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    line = module._drain_line
+    assert "letting the running one finish (up to 30 s)" in line({"state": "busy", "in_flight": "7"}, 30)
+    assert "letting the running one finish" in line({"state": "restarting", "in_flight": "7"}, 30)  # restart waits for it
+    assert line({"state": "restarting", "in_flight": None, "pid": 5, "load_s": 1.0}, 30) == \
+        "shutting down during a restart: ending the worker"  # the old worker is ending
+    assert line({"state": "restarting", "in_flight": None, "pid": 6, "load_s": None}, 30) == \
+        "shutting down while the model loads: ending the worker"  # the new one is loading
+    assert line({"state": "loading", "in_flight": None}, 30) == "shutting down while the model loads: ending the worker"
+    assert "no request is running" in line({"state": "ready", "in_flight": None}, 30)
