@@ -79,7 +79,9 @@ def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, mon
 
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     ledger = tmp_path / "ledger.jsonl"
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
+    gpu_log = tmp_path / "gpu.log"
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger), "--gpu-log", str(gpu_log),
+                     "--monitor-interval", "0.2")
     try:
         app.wait_healthy()
         client = Client(app.url, verbose=False)
@@ -101,6 +103,23 @@ def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, mon
         assert app.status()["ledger_error"] is None
         assert [json.loads(line)["text_chars"] for line in ledger.read_text().splitlines()] == [len("third one")]
         assert "is writable again; 1 record(s) were not written" in app.log_path.read_text()
+        # A second outage reports its own loss, not the running total (twenty-third newcomer session).
+        ledger.rename(tmp_path / "kept.jsonl")
+        ledger.mkdir()
+        client.predict(text="fourth one", api_name="/synthesize")
+        ledger.rmdir()
+        client.predict(text="fifth one", api_name="/synthesize")
+        assert "were not written to it (2 since the start)" in app.log_path.read_text()
+        assert "is writable again; 1 record(s) were not written to it (2 since" in app.log_path.read_text()
+        assert app.status()["ledger_write_errors"] == 2
+        # The --gpu-log the same way (a folder in its place), in /healthz and /metrics.
+        gpu_log.unlink()
+        gpu_log.mkdir()
+        time.sleep(1.0)
+        health = app.status()
+        assert health["gpu_log_write_errors"] > 0 and "Is a directory" in health["gpu_log_error"], health
+        with urllib.request.urlopen(app.url + "metrics", timeout=10) as r:
+            assert "cosyvoice_ui_gpu_log_write_errors_total" in r.read().decode()
     finally:
         app.stop()
 
@@ -135,3 +154,38 @@ def test_gpu_log_that_cannot_be_written_is_reported_once(caplog):
         log.close()
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "cannot write the GPU log /dev/full" in errors[0].getMessage(), caplog.text
+
+
+def test_gpu_log_moved_or_replaced_is_reopened_or_reported(tmp_path, caplog):
+    """The GPU log renamed under the app kept receiving samples through its open handle, and a
+    folder put in its place went unnoticed (twenty-third newcomer session). The path is opened
+    again (as logging's WatchedFileHandler does); a path that cannot be opened is reported, once."""
+    import logging
+
+    log_path = tmp_path / "gpu.log"
+    info = {"state": "ready", "pid": os.getpid(), "memory": {}}
+    monitor = MemoryMonitor(lambda: info, interval_s=0.02, gpu_log_path=str(log_path)).start()
+    try:
+        time.sleep(0.3)
+        log_path.rename(tmp_path / "gpu.old")
+        time.sleep(0.3)
+        moved_size = (tmp_path / "gpu.old").stat().st_size
+        time.sleep(0.3)
+        assert (tmp_path / "gpu.old").stat().st_size == moved_size, "still writing to the moved file"
+        lines = log_path.read_text().splitlines()
+        assert lines[0].startswith("# Date") and len(lines) > 3, lines[:4]
+        with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.monitor.gpu_log"):
+            log_path.unlink()
+            log_path.mkdir()
+            time.sleep(0.3)
+            status = monitor.gpu_log_status
+            assert status["gpu_log_write_errors"] > 3 and "Is a directory" in status["gpu_log_error"], status
+            log_path.rmdir()
+            time.sleep(0.3)
+        assert monitor.gpu_log_status["gpu_log_error"] is None
+        messages = [r.getMessage() for r in caplog.records]
+        assert len([m for m in messages if "cannot write the GPU log" in m]) == 1, messages
+        assert any("is writable again" in m for m in messages), messages
+        assert log_path.read_text().startswith("# Date")
+    finally:
+        monitor.stop()

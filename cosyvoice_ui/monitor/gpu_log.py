@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -20,25 +22,54 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         self._header = header
         self._failed = False
         self._failures = 0
+        self.error: str | None = None  # the latest, while writing fails
 
     def doRollover(self) -> None:
         super().doRollover()
         if self.stream:  # the new file starts with the column names too
             self.stream.write(self._header)
 
+    def _reopen_if_moved(self) -> None:
+        # The path renamed or deleted under the app (by hand, by logrotate): the open handle kept
+        # writing to the old file and the path got nothing, without a word (twenty-third newcomer
+        # session). As logging's WatchedFileHandler does, the path is opened again; a folder or
+        # an unwritable path in its place then fails here, and is reported.
+        try:
+            on_disk = os.stat(self.baseFilename)
+        except FileNotFoundError:
+            on_disk = None
+        if self.stream is not None and on_disk is not None:
+            held = os.fstat(self.stream.fileno())
+            if (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino):
+                return
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            try:
+                stream.close()
+            except OSError:  # its last lines cannot be flushed (a full disk)
+                pass
+        self.stream = self._open()
+        self.stream.write(self._header)
+
     def handleError(self, record) -> None:
         # A full disk would print logging's traceback every sample (every second): say it once.
         self._failures += 1
+        self.error = f"cannot write the GPU log {self.baseFilename}: {sys.exc_info()[1]}"
         if not self._failed:
             self._failed = True
-            log.error("cannot write the GPU log %s; samples are dropped until it works again",
-                      self.baseFilename, exc_info=True)
+            log.error("%s; samples are dropped until it works again", self.error)
 
     def emit(self, record) -> None:
         failures = self._failures
+        try:
+            self._reopen_if_moved()
+        except OSError:
+            self.handleError(record)
+            return
         super().emit(record)
         if self._failed and self._failures == failures:  # this one went through
             self._failed = False
+            self.error = None
             log.warning("the GPU log %s is writable again", self.baseFilename)
 
 
@@ -60,6 +91,16 @@ class GpuLog:
 
     def write(self, lines: str) -> None:
         self._handler.handle(logging.makeLogRecord({"msg": lines, "levelno": logging.INFO, "levelname": "INFO"}))
+
+    @property
+    def write_errors(self) -> int:
+        """Writes (sample lines) that failed since the start."""
+        return self._handler._failures
+
+    @property
+    def error(self) -> str | None:
+        """Why writing fails, while it does; ``None`` once it works (again)."""
+        return self._handler.error
 
     def close(self) -> None:
         try:

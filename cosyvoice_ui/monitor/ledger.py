@@ -57,8 +57,9 @@ class Ledger:
         self._lock = threading.Lock()
         self._path = path
         self._listeners: list = []
-        self.write_errors = 0  # records the file lost (in memory they are kept)
+        self.write_errors = 0  # records the file lost since the start (in memory they are kept)
         self.write_error: str | None = None  # the latest, while writing fails; None once it works again
+        self._lost_in_outage = 0  # since the file was last writable: what "writable again" reports
 
     def subscribe(self, listener) -> None:
         """Call ``listener(record)`` for every record added from now on."""
@@ -78,13 +79,15 @@ class Ledger:
                         line = json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n"
                         f.write((("\n" if cut_short else "") + line).encode("utf-8"))
                     if self.write_error:
-                        log.warning("ledger %s is writable again; %d record(s) were not written to it",
-                                    self._path, self.write_errors)
+                        log.warning("ledger %s is writable again; %d record(s) were not written to it (%d since "
+                                    "the start)", self._path, self._lost_in_outage, self.write_errors)
                         self.write_error = None
+                        self._lost_in_outage = 0
                 except OSError as e:  # a full disk must not fail requests
                     # Also in /healthz and /metrics: an ERROR line alone went unseen (twenty-second
                     # newcomer session: the file replaced by a folder, health "ok" throughout).
                     self.write_errors += 1
+                    self._lost_in_outage += 1
                     self.write_error = f"cannot append to ledger {self._path}: {e}"
                     log.error("%s", self.write_error)
         for listener in self._listeners:

@@ -95,6 +95,9 @@ class _StateCollector:
         lost = CounterMetricFamily(f"{PREFIX}_ledger_write_errors", "Ledger records that could not be appended to --ledger")
         lost.add_metric([], status.get("ledger_write_errors", 0))
         yield lost
+        lost = CounterMetricFamily(f"{PREFIX}_gpu_log_write_errors", "Memory samples that could not be written to --gpu-log")
+        lost.add_metric([], status.get("gpu_log_write_errors", 0))
+        yield lost
         state = GaugeMetricFamily(f"{PREFIX}_worker_state", "1 for the worker's current state", labels=["state"])
         state.add_metric([status.get("state", "unknown")], 1)
         yield state

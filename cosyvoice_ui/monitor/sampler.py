@@ -84,6 +84,13 @@ class MemoryMonitor:
         """Why GPU figures are missing, in NVML's words (``None`` when NVML works)."""
         return self.nvml.error if not self.nvml.available else None
 
+    @property
+    def gpu_log_status(self) -> dict:
+        """``{"gpu_log_write_errors": lines lost since the start, "gpu_log_error": why, while it fails}``."""
+        log_file = self._log_file
+        return {"gpu_log_write_errors": log_file.write_errors if log_file else 0,
+                "gpu_log_error": log_file.error if log_file else None}
+
     def start(self) -> "MemoryMonitor":
         if self._log_path:
             self._log_file = GpuLog(self._log_path, self._log_max_bytes, _DMON_HEADER)

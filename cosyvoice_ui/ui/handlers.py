@@ -226,6 +226,7 @@ class Handlers:
         status = self.supervisor.status()
         sample = self.monitor.latest()
         status["nvml_error"] = self.monitor.nvml_error
+        status.update(self.monitor.gpu_log_status)
         if sample is not None:
             status["gpus"] = [
                 {"index": g.index, "name": g.name, "used_bytes": g.used_bytes, "total_bytes": g.total_bytes,
