@@ -245,16 +245,18 @@ def _huge_declared_length(src: Sources) -> bytes:
     raise AssertionError("no data chunk")
 
 
-def _absurd_sample_rate(src: Sources) -> bytes:
-    """A 16-bit WAV whose header claims 4 GHz (fmt chunk patched; the samples are speech)."""
-    buf = io.BytesIO()
-    data, sr = src.get()
-    sf.write(buf, data, sr, format="WAV", subtype="PCM_16")
-    raw = bytearray(buf.getvalue())
-    pos = raw.index(b"fmt ") + 8
-    raw[pos + 4:pos + 8] = struct.pack("<I", 4_000_000_000)
-    raw[pos + 8:pos + 12] = struct.pack("<I", 4_000_000_000 * 2 & 0xFFFFFFFF)
-    return bytes(raw)
+def _claimed_sample_rate(rate: int) -> Callable[[Sources], bytes]:
+    def make(src: Sources) -> bytes:
+        """A 16-bit WAV whose header claims ``rate`` (fmt chunk patched; the samples are speech)."""
+        buf = io.BytesIO()
+        data, sr = src.get()
+        sf.write(buf, data, sr, format="WAV", subtype="PCM_16")
+        raw = bytearray(buf.getvalue())
+        pos = raw.index(b"fmt ") + 8
+        raw[pos + 4:pos + 8] = struct.pack("<I", rate)
+        raw[pos + 8:pos + 12] = struct.pack("<I", rate * 2 & 0xFFFFFFFF)
+        return bytes(raw)
+    return make
 
 
 def _zip_of_wav(src: Sources) -> bytes:
@@ -350,9 +352,9 @@ CASES: tuple[Case, ...] = (
     Case("wav_no_extension", "voice", True, (), "a valid WAV with no extension at all", _bytes(_sf_bytes("WAV", "PCM_16"))),
     Case("speech_with_dc_offset", "dc_speech.wav", True, (), "speech riding on a +0.4 DC offset (a bad sound card)",
          _speech_wav(lambda x, sr: (0.5 * x + 0.4, sr), subtype="FLOAT")),
-    Case("pure_tone_220hz", "tone.wav", True, (),
-         "a steady 220 Hz sine: audible and 'voiced'; no speech detector is promised, so it is cloned",
-         _wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(4 * 24000) / 24000)).astype(np.float32), 24000)),
+    Case("float_absurd_scale", "scaled_1e30.wav", True, ("scaled down",),
+         "32-bit float speech x1e30 (it was refused as 'no voiced speech': the power sums overflowed)",
+         _speech_wav(lambda x, sr: (x * np.float32(1e30), sr), subtype="FLOAT")),
     Case("huge_declared_length", "crashed_recorder.wav", True, (),
          "RIFF/data sizes claim ~4 GB, the file holds 5 s (libsndfile reads what is there)", _bytes(_huge_declared_length)),
     # ---- refused with a clear message ------------------------------------------------------------
@@ -383,7 +385,15 @@ CASES: tuple[Case, ...] = (
     Case("telephone_8k", "phone.wav", False, ("8000 Hz", "16 kHz"), "8 kHz telephone audio",
          _speech_wav(lambda x, sr: (resample_to(x, sr, 8000), 8000))),
     Case("absurd_sample_rate", "fast.wav", False, ("could not be decoded",), "header claims a 4 GHz sample rate",
-         _bytes(_absurd_sample_rate)),
+         _bytes(_claimed_sample_rate(4_000_000_000))),
+    Case("one_hz_header", "slow.wav", False, ("sampled at 1 Hz", "16 kHz"),
+         "header claims 1 Hz (it was refused as '220500 s long')", _bytes(_claimed_sample_rate(1))),
+    Case("pure_tone_220hz", "tone.wav", False, ("steady tone", "220 Hz"),
+         "a steady 220 Hz sine: audible and 'voiced', so it was cloned (twenty-third newcomer session)",
+         _wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(4 * 24000) / 24000)).astype(np.float32), 24000)),
+    Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",
+         _wav((0.3 * np.sin(2 * np.pi * 1000 * np.arange(4 * 24000) / 24000)
+               + _rng().normal(0, 0.01, 4 * 24000)).astype(np.float32), 24000)),
     Case("dc_offset_only", "dc.wav", False, ("silent",), "a constant 0.5: inaudible, no voice at all",
          _wav(np.full(4 * 24000, 0.5, dtype=np.float32), 24000)),
     Case("white_noise_loud", "noise.wav", False, ("voiced speech",), "4 s of full-scale white noise",

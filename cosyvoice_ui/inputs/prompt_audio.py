@@ -38,6 +38,9 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
+_OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
+_TONE_BAND_HZ = 10.0
+_TONE_SHARE = 0.7  # see _steady_tone_hz
 # Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
 
@@ -126,6 +129,8 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
     info = sf.info(path)
+    if info.samplerate > 0:
+        _check_sample_rate(info.samplerate)  # before the length, which a 1 Hz header makes days long
     if info.samplerate > 0 and info.frames > MAX_DECODE_S * info.samplerate:
         raise _too_long(info.frames / info.samplerate)  # known from the header: do not decode
     data, sr = sf.read(path, dtype="float32", always_2d=True)
@@ -226,8 +231,9 @@ def load_prompt_audio(path: str) -> PromptAudio:
     """Decode, check and normalize a voice prompt.
 
     Steps: decode (:func:`decode_audio_file`), reject non-finite samples, reject rates under
-    16 kHz, mix down to mono (mean of channels), resample to 24 kHz with torchaudio, reject
-    silence, trim silent ends, check the remaining duration.
+    16 kHz, scale float samples past full scale down to it, mix down to mono (mean of channels),
+    resample to 24 kHz with torchaudio, reject silence, trim silent ends, check the remaining
+    duration, reject a steady tone.
 
     Args:
         path: the uploaded or recorded file.
@@ -237,30 +243,58 @@ def load_prompt_audio(path: str) -> PromptAudio:
 
     Raises:
         InputError: with a message naming the problem (not audio, truncated, NaN, too low a
-            sample rate, silent, too short, too long) and what would work.
+            sample rate, silent, too short, too long, a steady tone) and what would work.
     """
     with _DECODE_SLOTS:
         return _load_prompt_audio(path)
 
 
-def _load_prompt_audio(path: str) -> PromptAudio:
-    data, sr = decode_audio_file(path)
-    frames, channels = data.shape
+def _check_sample_rate(sr: int) -> None:
     if sr > MAX_SOURCE_SAMPLE_RATE_HZ:
         raise InputError(f"The prompt audio claims a sample rate of {sr} Hz, which no recorder uses. "
                          "Export it again at 16-48 kHz.")
-    if not np.all(np.isfinite(data)):
-        bad = int(np.count_nonzero(~np.isfinite(data)))
-        raise InputError(
-            f"The prompt audio contains {bad} invalid samples (NaN or infinite), so the file is damaged. "
-            "Export the recording again as 16-bit WAV or FLAC."
-        )
     if sr < MIN_SOURCE_SAMPLE_RATE_HZ:
         raise InputError(
             f"The prompt audio is sampled at {sr} Hz; at least {MIN_SOURCE_SAMPLE_RATE_HZ} Hz is needed "
             "(telephone-quality audio lacks the high band that carries a voice's timbre). "
             "Record again at 16 kHz or more (44.1 or 48 kHz is best)."
         )
+
+
+def _steady_tone_hz(samples: np.ndarray, sample_rate_hz: int) -> float | None:
+    """The frequency of a steady tone that holds most of the power, else ``None``.
+
+    The share of power within 10 Hz of the spectrum's peak is at most 0.36 in the real prompts
+    (xtts_calm_female.wav; 0.07-0.15 in the others) and 0.98 for a sine with 5 % noise: speech
+    moves its pitch, a tone (a test signal, a beep, mains hum alone) does not."""
+    power = np.abs(np.fft.rfft(samples.astype(np.float64))) ** 2
+    total = float(power.sum())
+    if total <= 0:
+        return None
+    freqs = np.fft.rfftfreq(len(samples), 1.0 / sample_rate_hz)
+    peak_hz = float(freqs[int(np.argmax(power))])
+    share = float(power[np.abs(freqs - peak_hz) <= _TONE_BAND_HZ].sum()) / total
+    return peak_hz if share > _TONE_SHARE else None
+
+
+def _load_prompt_audio(path: str) -> PromptAudio:
+    data, sr = decode_audio_file(path)
+    frames, channels = data.shape
+    if not np.all(np.isfinite(data)):
+        bad = int(np.count_nonzero(~np.isfinite(data)))
+        raise InputError(
+            f"The prompt audio contains {bad} invalid samples (NaN or infinite), so the file is damaged. "
+            "Export the recording again as 16-bit WAV or FLAC."
+        )
+    _check_sample_rate(sr)
+    notes = []
+    peak = float(np.max(np.abs(data)))
+    if peak > _OVER_FULL_SCALE:
+        # Float files can hold any value; far past 1 (a wrong scale: x1e30 in a newcomer's file)
+        # the power sums overflowed and the prompt was refused as having "no voiced speech".
+        data = data * np.float32(0.99 / peak)
+        notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
+                     "wrong scale, or clipped); it was scaled down to fit.")
     clipped = float(np.mean(np.abs(data) >= 0.999))
     # A DC offset is not sound: without removing it a file of constant value passes as loud, and
     # WORLD finds a "voice" in it.
@@ -271,7 +305,6 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if raw_seconds < 0.1:
         raise InputError(f"The prompt audio holds only {raw_seconds * 1000:.0f} ms of sound: the file is probably "
                          "truncated. Upload the whole recording (3-10 s of speech).")
-    notes = []
     mono = data.mean(axis=1) if channels > 1 else data[:, 0]
     if channels > 1:
         # Channels in opposite phase cancel in the mean; then one channel is the better mix-down.
@@ -298,6 +331,10 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             f"The prompt audio is {seconds:.1f} s long after trimming silence; at most {MAX_PROMPT_S:.0f} s is "
             "accepted. Cut a clean 3-10 s stretch of speech."
         )
+    tone_hz = _steady_tone_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
+    if tone_hz is not None:
+        raise InputError(f"The prompt audio is one steady tone (about {tone_hz:.0f} Hz), not speech. "
+                         "Upload 3-10 s of someone speaking.")
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
     if clipped > 0.001:
