@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import time
 
 import numpy as np
@@ -96,7 +97,7 @@ class EmbeddedEngine(Engine):
         p = parsed.prosody
         length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
         t0 = time.perf_counter()
-        sentences = [s for s in self._voice.phonemize(request.text) if s]
+        sentences = [s for s in self._voice.phonemize(spell_long_digit_runs(request.text)) if s]
         if not sentences:
             raise ValueError("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -155,6 +156,21 @@ class EmbeddedEngine(Engine):
         while len(self._profiles) > _PROFILE_CACHE_SIZE:
             self._profiles.popitem(last=False)
         return profile
+
+
+# espeak-ng names numbers up to quintillions and reads longer runs digit by digit, but it says
+# at most about 44 digits of one run (of a decimal part too) and from 21 digits on its number
+# names lose digits: 200 "1"s became 44 "one"s and pi's 62 decimals 38 digits, without a word
+# (twenty-third newcomer session; counted in the phonemes here). Runs longer than a 12-digit
+# amount are spelled digit by digit, a space apart, so every digit is said.
+_LONG_DIGIT_RUN = re.compile(r"\d{13,}")
+
+
+def spell_long_digit_runs(text: str) -> str:
+    """``text`` with every run of 13 or more ASCII or Unicode digits written one digit at a time
+    ("1234567890123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3"); shorter numbers are left to espeak-ng,
+    which reads them as amounts."""
+    return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group()), text)
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
