@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .http_errors import QuietRequestErrors
+from .login_check import LoginCheck
 from .login_required import LoginRequired
 from .precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
@@ -81,7 +82,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)
-    auth = tuple(settings.auth.split(":", 1)) if settings.auth else None
+    auth = LoginCheck(*settings.auth.split(":", 1), on_failure=metrics.failed_logins.inc) if settings.auth else None
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,

@@ -53,6 +53,16 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
             assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200
             with browser.stream("GET", "gradio_api/heartbeat/mysession") as r:
                 assert r.status_code == 200
+        # Failed logins are refused, logged (without what was typed; at most a line a minute) and
+        # counted; they left no trace (twenty-third newcomer session).
+        with httpx.Client(base_url=app.url, timeout=10) as guesser:
+            for user, password in (("alice", "guess"), ("Alice", "s3cret"), ("alice", "s3cret "), ("mallory", "x")):
+                assert guesser.post("login", data={"username": user, "password": password}).status_code == 400
+            metrics = guesser.get("metrics", headers={"Authorization": "Bearer tok"}).text
+        assert "cosyvoice_ui_failed_logins_total 4.0" in metrics
+        lines = [line for line in app.log_path.read_text().splitlines() if "failed login" in line]
+        assert len(lines) == 1 and "wrong password" in lines[0], lines
+        assert not any(secret in app.log_path.read_text() for secret in ("guess", "mallory", "s3cret"))
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/restart")["new_pid"]
         assert client.predict(text="hello", api_name="/synthesize")[1]["audio_s"] > 0
@@ -91,3 +101,21 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
         assert ("/healthz and /metrics are open to it (see --metrics-token)" in log) == warns, log
     finally:
         app.stop()
+
+
+def test_failed_logins_are_summarized_not_flooded(caplog):
+    import logging
+
+    from cosyvoice_ui.login_check import LoginCheck
+
+    failures = []
+    check = LoginCheck("alice", "s3cret", on_failure=lambda: failures.append(1), log_every_s=0.3)
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.login_check"):
+        assert check("alice", "s3cret")
+        assert not any(check("alice", f"guess{i}") for i in range(50))
+        time.sleep(0.35)
+        assert not check("bob", "s3cret")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["failed login: wrong password",
+                     "failed login: unknown user name (50 failed logins since the last such line)"], lines
+    assert len(failures) == 51

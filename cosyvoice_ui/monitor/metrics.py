@@ -33,6 +33,8 @@ class Metrics:
             buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5), registry=self.registry)
         self.requests = Counter(f"{PREFIX}_requests", "Finished requests by outcome", ["outcome"],
                                 registry=self.registry)
+        self.failed_logins = Counter(f"{PREFIX}_failed_logins", "Logins refused under --auth (wrong user or password)",
+                                     registry=self.registry)
         self.oom = Counter(f"{PREFIX}_out_of_memory", "Requests that ran out of device or host memory",
                            registry=self.registry)
         self.registry.register(_StateCollector(self))
