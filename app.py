@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ).start()
     monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
                             history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log,
-                             gpu_log_max_bytes=round(settings.gpu_log_max_mb * 2**20)).start()
+                            gpu_log_max_bytes=round(settings.gpu_log_max_mb * 2**20)).start()
     if monitor.nvml_error:
         log.info("GPU monitor: NVML unavailable (%s); showing host memory instead", monitor.nvml_error)
     log.info("loading the %s engine in the worker process ...", settings.engine)

@@ -1,6 +1,6 @@
 """The ``--gpu-log`` file: one ``nvidia-smi dmon``-style line per memory sample, rotated by size.
 
-At one sample a second a line is about 120 bytes, some 10 MB a day; unrotated it grew for as long
+At one sample a second a line is about 110 bytes (one GPU), some 10 MB a day; unrotated it grew for as long
 as the app ran. ``logging.handlers.RotatingFileHandler`` keeps the file under ``max_bytes`` and
 one older file beside it (``PATH.1``), each starting with the column header.
 """
