@@ -280,6 +280,17 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
         app.stop()
 
 
+def _press_while_busy(page, text: str, button: str, waiting_text: str) -> None:
+    """Generate ``text``, press ``button`` while it runs, and wait for ``waiting_text`` in the
+    restart panel."""
+    page.locator("#text textarea").fill(text)
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')", timeout=30_000)
+    page.locator(button).click()
+    page.wait_for_function(f"document.querySelector('#restart_result').innerText.includes({waiting_text!r})",
+                           timeout=5_000)
+
+
 def test_restart_says_what_it_waits_for(browser, tmp_path):
     """A Restart pressed while a request runs waits for it (up to --restart-grace); the page
     showed Gradio's estimate from earlier restarts ("processing | 21.6/2.5s") meanwhile. It now
@@ -291,26 +302,16 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
     try:
         app.wait_healthy()
         page = _page(browser, app)
-        page.locator("#text textarea").fill("sleep:8 a request that runs while Restart is pressed")
-        page.locator("#generate").click()
-        page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')",
-                               timeout=30_000)
-        page.locator("#restart").click()
-        page.wait_for_function("document.querySelector('#restart_result').innerText.includes("
-                               "'waiting for the running request to finish (at most 30 s')", timeout=5_000)
+        _press_while_busy(page, "sleep:8 a request that runs while Restart is pressed", "#restart",
+                          "waiting for the running request to finish (at most 30 s")
         assert "/" not in page.locator("#restart_result").inner_text()  # no "21.6/2.5s" estimate there
         _shot(page, "restart_waiting")
         page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Restarted in')",
                                timeout=60_000)
         assert "waited for the running request" in page.locator("#restart_result").inner_text()
         # Free cache waits for the running request too, and says so instead of showing nothing.
-        page.locator("#text textarea").fill("sleep:6 a request that runs while Free cache is pressed")
-        page.locator("#generate").click()
-        page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')",
-                               timeout=30_000)
-        page.locator("#free_cache").click()
-        page.wait_for_function("document.querySelector('#restart_result').innerText.includes("
-                               "'Freeing cached memory: waiting for the running request')", timeout=5_000)
+        _press_while_busy(page, "sleep:6 a request that runs while Free cache is pressed", "#free_cache",
+                          "Freeing cached memory: waiting for the running request")
         page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Freed caches')",
                                timeout=60_000)
         page.close()
