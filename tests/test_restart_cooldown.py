@@ -55,6 +55,9 @@ def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
         assert report["since_press_s"] > report["duration_s"] + 1.5, report
         text = restart_markdown(report, None)
         assert f"{report['since_press_s']:.2f} s after the press, which waited for the running request" in text, text
+        # A slow end of the old worker alone is not called a wait for a request (a user run).
+        text = restart_markdown({**report, "waited_for_request": False, "since_press_s": report["duration_s"] + 1.3}, None)
+        assert "after the press, with the old worker's end" in text and "running request" not in text, text
         log = app.log_path.read_text()
         assert "restarting the worker (reason: user" in log and "refused a restart" in log, log[-2000:]
         # The supervisor sees one request for the first restart; the presses that joined it are logged.

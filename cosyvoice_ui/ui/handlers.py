@@ -132,8 +132,9 @@ class Handlers:
     def restart(self):
         """Replace the worker process. Returns the restart report as a dict (JSON), with
         ``since_press_s``: seconds from this press to the end, which also counts the wait for
-        the running request (up to ``--restart-grace``); ``duration_s`` counts from the old
-        worker's end to the new one's model load.
+        the running request (up to ``--restart-grace``; ``waited_for_request`` says whether one
+        ran at the press) and the old worker's end; ``duration_s`` counts from the old worker's
+        end to the new one's model load.
 
         Presses while a restart is under way join it (the same report for all of them).
 
@@ -142,6 +143,7 @@ class Handlers:
                 the application is stopping.
         """
         pressed_at = time.monotonic()
+        request_running = self.supervisor.status()["in_flight"] is not None
         with self._restart_lock:
             under_way = self._restart_under_way
             if under_way is None:
@@ -167,6 +169,7 @@ class Handlers:
             raise gr.Error(str(e), print_exception=False) from None
         out = report_to_dict(report)
         out["since_press_s"] = round(time.monotonic() - pressed_at, 3)
+        out["waited_for_request"] = request_running
         out["old_pid_gpu_bytes"] = self._gpu_bytes_of(report.old_pid)
         return out
 

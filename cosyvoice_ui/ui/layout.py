@@ -26,7 +26,8 @@ API_DESCRIPTIONS = {
     "synthesize_stream": "Like /synthesize, but yields one WAV per chunk as it is made, then the stats.",
     "status": "Worker state, pid, device, queue depth, restarts and memory figures.",
     "restart": "Replace the worker process (the running request may finish first); returns old and new pid, "
-               "duration_s, since_press_s and memory before and after. Refused within --restart-cooldown.",
+               "duration_s, since_press_s, waited_for_request and memory before and after. Refused within "
+               "--restart-cooldown.",
     "free_cache": "Empty the worker's allocator caches; returns torch reserved (CUDA) and RSS before and after.",
 }
 
