@@ -165,6 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         return 2
+    if settings.ledger:
+        device = supervisor.status()["device"]
+        loaded = supervisor.ledger.read_back(supervisor.engine, device)
+        if loaded:
+            log.info("ledger: read back %d earlier record(s) of %s on %s from %s; admission's memory fit goes on "
+                     "from them", loaded, supervisor.engine, device, settings.ledger)
     try:
         app = build_app(settings, supervisor, monitor)
     except BaseException:

@@ -72,3 +72,49 @@ def test_running_app_refuses_when_reserve_leaves_nothing():
         assert client.predict(api_name="/status")["state"] == "ready"
     finally:
         app.stop()
+
+
+def test_ledger_file_is_read_back_for_this_engine_and_device(tmp_path):
+    """Admission started from its conservative prior after every start, though --ledger held
+    what earlier runs measured (twenty-first newcomer session). Only records of the same engine
+    and device count; lines that are not records are skipped."""
+    import dataclasses
+    import json
+
+    path = tmp_path / "ledger.jsonl"
+    rows = [record(c, 10 * MIB + c * MIB) for c in (25, 50, 100, 200, 400)]
+    rows += [dataclasses.replace(rows[0], device="cuda:0"), dataclasses.replace(rows[1], engine="cosyvoice")]
+    lines = [json.dumps(dataclasses.asdict(r)) for r in rows]
+    lines[3:3] = ["not json", "[1, 2]", '{"outcome": "ok"}']
+    path.write_text("\n".join(lines) + '\n{"time_s": 5, "engine": "e", "trunc')
+    ledger = Ledger(path=str(path))
+    ledger.add(record(30, 40 * MIB))  # one of this run, before the read-back
+    assert ledger.read_back("e", "cpu") == 5
+    kept = ledger.records()
+    assert [r.max_segment_chars for r in kept] == [25, 50, 100, 200, 400, 30]  # oldest first, this run's last
+    fit = Admission(ledger, lambda: None).fit()
+    assert fit.records == 6 and fit.predict(100) < DEFAULT_INTERCEPT_BYTES
+    assert Ledger(path=str(tmp_path / "none.jsonl")).read_back("e", "cpu") == 0
+
+
+def test_running_app_reads_its_ledger_back_at_start(tmp_path, monkeypatch):
+    import json
+
+    from gradio_client import Client
+
+    from .conftest import serving
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    ledger = tmp_path / "ledger.jsonl"
+    flags = ("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
+    with serving(*flags) as app:
+        client = Client(app.url, verbose=False)
+        for n in (10, 20, 40, 80, 120, 160):
+            client.predict(text="a" * n, api_name="/synthesize")
+        first = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert first[0]["predicted_peak_bytes"] >= DEFAULT_INTERCEPT_BYTES  # the prior, with nothing learned
+    with serving(*flags) as app:
+        assert "read back 6 earlier record(s) of tests.fault_engines:FaultEngine on cpu" in app.log_path.read_text()
+        Client(app.url, verbose=False).predict(text="after the restart", api_name="/synthesize")
+    last = json.loads(ledger.read_text().splitlines()[-1])
+    assert last["predicted_peak_bytes"] < DEFAULT_INTERCEPT_BYTES, last  # fitted on the last run's records

@@ -60,6 +60,8 @@ class Ledger:
         self.write_errors = 0  # records the file lost since the start (in memory they are kept)
         self.write_error: str | None = None  # the latest, while writing fails; None once it works again
         self._lost_in_outage = 0  # since the file was last writable: what "writable again" reports
+        # What earlier runs wrote ends here; read_back() reads no further (not this run's records).
+        self._earlier_bytes = os.path.getsize(path) if path and os.path.isfile(path) else 0
 
     def subscribe(self, listener) -> None:
         """Call ``listener(record)`` for every record added from now on."""
@@ -104,6 +106,53 @@ class Ledger:
                               max_segment_chars=0, prompt_s=None, audio_s=None, synthesis_s=None,
                               real_time_factor=None, peak_allocated_bytes=None, peak_reserved_bytes=None,
                               peak_rss_bytes=None, worker_pid=worker_pid, outcome=outcome, error=error[:300]))
+
+    def read_back(self, engine: str, device: str, tail_bytes: int = 8 * 2**20) -> int:
+        """Load the ``--ledger`` file's latest records of this engine and device into memory, so
+        that admission's fit (and the page's table) goes on from the last run instead of starting
+        from its conservative prior after every start. Listeners are not called: ``/metrics``
+        counts this run's requests only.
+
+        Args:
+            engine / device: only records with both equal are kept (device as the worker reports
+                it, e.g. ``cpu`` or ``cuda:0``).
+            tail_bytes: at most this much of the file's end is read (a file of days stays quick).
+
+        Returns:
+            The number of records loaded (0 without a file). Only what the file held when this
+            ledger was made is read (not this run's records); lines that are not records (cut
+            short, edited, another version's) are skipped.
+        """
+        if not self._earlier_bytes:
+            return 0
+        fields = {f.name for f in dataclasses.fields(LedgerRecord)}
+        required = {f.name for f in dataclasses.fields(LedgerRecord) if f.default is dataclasses.MISSING}
+        loaded = []
+        try:
+            with open(self._path, "rb") as f:
+                size = self._earlier_bytes
+                f.seek(max(0, size - tail_bytes))
+                lines = f.read(min(size, tail_bytes)).split(b"\n")
+        except OSError as e:
+            log.warning("cannot read ledger %s back: %s", self._path, e)
+            return 0
+        if size > tail_bytes:
+            lines = lines[1:]  # the first is cut by the seek
+        for line in lines:
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict) or not required <= row.keys():
+                    continue
+                record = LedgerRecord(**{k: v for k, v in row.items() if k in fields})
+            except (ValueError, TypeError):
+                continue
+            if record.engine == engine and record.device == device:
+                loaded.append(record)
+        with self._lock:
+            room = (self._records.maxlen or len(loaded) + len(self._records)) - len(self._records)
+            older = loaded[-room:] if room > 0 else []
+            self._records.extendleft(reversed(older))  # before anything this run added already
+        return len(older)
 
     def records(self) -> list[LedgerRecord]:
         """All kept records, oldest first."""
