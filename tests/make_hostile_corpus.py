@@ -229,6 +229,24 @@ def _sf_bytes(fmt: str, subtype: str):
     return fn
 
 
+def _flac_without_length(seconds: float | None = None):
+    def fn(src: Sources) -> bytes:
+        """A FLAC whose STREAMINFO leaves the total sample count at 0 ("unknown"), as encoders
+        writing to a pipe do (``ffmpeg ... -f flac pipe:1``)."""
+        data, sr = src.get()
+        if seconds is not None:
+            data, sr = _tile(seconds)(data, sr)
+        buf = io.BytesIO()
+        sf.write(buf, data, sr, format="FLAC", subtype="PCM_16")
+        raw = bytearray(buf.getvalue())
+        assert raw[:4] == b"fLaC" and raw[4] & 0x7F == 0  # STREAMINFO first
+        # 4 (fLaC) + 4 (block header) + 10: then 20 bits rate, 3 channels, 5 bits per sample, 36 total samples.
+        raw[21] &= 0xF0
+        raw[22:26] = b"\x00\x00\x00\x00"
+        return bytes(raw)
+    return fn
+
+
 def _huge_declared_length(src: Sources) -> bytes:
     """The real prompt with RIFF and data chunk sizes set to ~4 GB (a recorder that crashed
     before fixing its header, or a hostile header)."""
@@ -324,6 +342,8 @@ CASES: tuple[Case, ...] = (
     Case("mp3", "voice.mp3", True, (), "MP3", _encoded("mp3", "libmp3lame", prompt="xtts_calm_female.wav")),
     Case("mp4_video_with_audio", "screen_recording.mp4", True, (), "a video with a voice track (first audio stream used)",
          _encoded("mp4", "aac", video=True)),
+    Case("flac_without_length", "piped.flac", True, (), "a FLAC written through a pipe: no length in its header "
+         "(refused as '209146758205323.7 s long')", _bytes(_flac_without_length())),
     Case("flac_24bit", "voice.flac", True, (), "FLAC 24-bit", _speech_wav(lambda x, sr: (x, sr), subtype="PCM_24", fmt="FLAC")),
     Case("aiff", "voice.aiff", True, (), "AIFF (macOS exports)", _speech_wav(lambda x, sr: (x, sr), fmt="AIFF")),
     Case("pcm_u8", "eightbit.wav", True, (), "8-bit unsigned WAV", _speech_wav(lambda x, sr: (x, sr), subtype="PCM_U8")),
@@ -380,6 +400,8 @@ CASES: tuple[Case, ...] = (
     Case("too_short_0_3s", "short.wav", False, ("at least 1 s",), "0.3 s of speech between silences",
          _speech_wav(_speech_clip(0.3))),
     Case("too_long_45s", "long.wav", False, ("30 s",), "45 s of speech", _speech_wav(_tile(45.0))),
+    Case("too_long_flac_without_length", "long_piped.flac", False, ("more than 120 s", "30 s"),
+         "130 s in a FLAC with no length in its header: decoding stops at 120 s", _bytes(_flac_without_length(130.0))),
     Case("too_long_opus_130s", "long.opus", False, ("30 s",), "130 s of speech in a small Opus file",
          _encoded("ogg", "libopus", 48000, transform=lambda x: np.tile(x, 25))),
     Case("telephone_8k", "phone.wav", False, ("8000 Hz", "16 kHz"), "8 kHz telephone audio",
