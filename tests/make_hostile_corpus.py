@@ -284,6 +284,17 @@ def _zip_of_wav(src: Sources) -> bytes:
     return buf.getvalue()
 
 
+def _beep_before(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    beep = 0.9 * np.sin(2 * np.pi * 1000 * np.arange(int(0.5 * sr)) / sr)
+    return np.concatenate([beep, np.zeros(int(0.3 * sr)), x]).astype(np.float32), sr
+
+
+def _hum_over(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    hum = 2 * np.max(np.abs(x)) * np.sin(2 * np.pi * 50 * np.arange(len(x)) / sr)
+    y = x + hum
+    return (y / np.max(np.abs(y)) * 0.9).astype(np.float32), sr
+
+
 def _tile(seconds: float):
     def t(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
         return np.tile(x, int(np.ceil(seconds * sr / len(x))))[: int(seconds * sr)], sr
@@ -372,6 +383,9 @@ CASES: tuple[Case, ...] = (
     Case("wav_no_extension", "voice", True, (), "a valid WAV with no extension at all", _bytes(_sf_bytes("WAV", "PCM_16"))),
     Case("speech_with_dc_offset", "dc_speech.wav", True, (), "speech riding on a +0.4 DC offset (a bad sound card)",
          _speech_wav(lambda x, sr: (0.5 * x + 0.4, sr), subtype="FLOAT")),
+    Case("beep_then_speech", "voicemail.wav", True, (),
+         "a 0.5 s 1 kHz beep, 0.3 s of silence, then speech (refused as 'one steady tone' by a whole-clip measure)",
+         _speech_wav(_beep_before, prompt="cv_zero_shot_prompt.wav")),
     Case("float_absurd_scale", "scaled_1e30.wav", True, ("scaled down",),
          "32-bit float speech x1e30 (it was refused as 'no voiced speech': the power sums overflowed)",
          _speech_wav(lambda x, sr: (x * np.float32(1e30), sr), subtype="FLOAT")),
@@ -413,6 +427,8 @@ CASES: tuple[Case, ...] = (
     Case("pure_tone_220hz", "tone.wav", False, ("steady tone", "220 Hz"),
          "a steady 220 Hz sine: audible and 'voiced', so it was cloned (twenty-third newcomer session)",
          _wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(4 * 24000) / 24000)).astype(np.float32), 24000)),
+    Case("hum_over_speech", "hum_over_speech.wav", False, ("steady tone", "50 Hz", "hum"),
+         "speech under a 50 Hz hum twice as loud as the speech's peak", _speech_wav(_hum_over)),
     Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",
          _wav((0.3 * np.sin(2 * np.pi * 1000 * np.arange(4 * 24000) / 24000)
                + _rng().normal(0, 0.01, 4 * 24000)).astype(np.float32), 24000)),
