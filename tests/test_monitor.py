@@ -189,3 +189,27 @@ def test_gpu_log_moved_or_replaced_is_reopened_or_reported(tmp_path, caplog):
         assert log_path.read_text().startswith("# Date")
     finally:
         monitor.stop()
+
+
+def test_gpu_log_whose_rotation_fails_stays_at_its_size(tmp_path, caplog):
+    """With PATH.1 a folder the rotation fails; the file was opened again for every sample and got
+    a header each time: 620 headers, 7x the limit and growing (twenty-fourth newcomer session)."""
+    import logging
+
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    (tmp_path / "gpu.log.1").mkdir()
+    path = tmp_path / "gpu.log"
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.monitor.gpu_log"):
+        log = GpuLog(str(path), 2000, "# header\n")
+        for i in range(500):
+            log.write(f"  20261130   10:00:00  sample {i:04d}\n")
+        size = path.stat().st_size
+        assert size <= 2000 and log.error and "gpu.log.1" in log.error, (size, log.error)
+        assert path.read_text().count("# header") == 1
+        (tmp_path / "gpu.log.1").rmdir()
+        log.write("  20261130   10:00:01  after\n")
+        log.close()
+    assert log.error is None and path.read_text().startswith("# header") and "after" in path.read_text()
+    recovered = [r.getMessage() for r in caplog.records if "writable again" in r.getMessage()]
+    assert recovered and "sample(s) were not written" in recovered[0], recovered

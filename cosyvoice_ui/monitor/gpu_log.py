@@ -22,11 +22,12 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         self._header = header
         self._failed = False
         self._failures = 0
+        self._failures_before_outage = 0
         self.error: str | None = None  # the latest, while writing fails
 
     def doRollover(self) -> None:
         super().doRollover()
-        if self.stream:  # the new file starts with the column names too
+        if self.stream and self.stream.tell() == 0:  # the new file starts with the column names too
             self.stream.write(self._header)
 
     def _reopen_if_moved(self) -> None:
@@ -49,10 +50,16 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
             except OSError:  # its last lines cannot be flushed (a full disk)
                 pass
         self.stream = self._open()
-        self.stream.write(self._header)
+        # Only a new file gets the column names: after a failed rotation (the stream closed, the
+        # file still full) the same file is opened again for every sample, and a header each time
+        # grew it past the limit without end (twenty-fourth newcomer session).
+        if self.stream.tell() == 0:
+            self.stream.write(self._header)
 
     def handleError(self, record) -> None:
         # A full disk would print logging's traceback every sample (every second): say it once.
+        if not self._failed:
+            self._failures_before_outage = self._failures
         self._failures += 1
         self.error = f"cannot write the GPU log {self.baseFilename}: {sys.exc_info()[1]}"
         if not self._failed:
@@ -70,7 +77,8 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         if self._failed and self._failures == failures:  # this one went through
             self._failed = False
             self.error = None
-            log.warning("the GPU log %s is writable again", self.baseFilename)
+            log.warning("the GPU log %s is writable again; %d sample(s) were not written to it (%d since the "
+                        "start)", self.baseFilename, self._failures - self._failures_before_outage, self._failures)
 
 
 class GpuLog:
