@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, end_streams
-    from cosyvoice_ui.worker.supervisor import Supervisor
+    from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
 
     try:
         engine_capabilities(settings.engine)
@@ -150,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     except _StopWhileLoading as stop:
         # uvicorn's handlers (drain, then a "stopped" line) are not installed yet; without this
         # the default SIGTERM action ended the process with nothing in the log.
-        log.info("shutting down while the model loads (%s): ending the worker", stop.signal_name)
+        if supervisor.status()["state"] in HEALTHY_STATES:  # loaded; the web process was still starting
+            log.info("shutting down before the server was listening (%s): ending the worker", stop.signal_name)
+        else:
+            log.info("shutting down while the model loads (%s): ending the worker", stop.signal_name)
         supervisor.stop(grace_s=1)
         monitor.stop()
         log.info("stopped: the worker has ended; exiting")
@@ -184,11 +187,16 @@ def main(argv: list[str] | None = None) -> int:
                     "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
     drained = threading.Event()
 
-    def drain() -> None:
+    no_worker = threading.Event()  # unloaded when the drain began: "the worker has ended" would be wrong
+
+    def drain(signal_name: str | None = None) -> None:
         if drained.is_set():
             return
         drained.set()
-        log.info("%s", _drain_line(supervisor.status(), settings.restart_grace_s))
+        status = supervisor.status()
+        if status["state"] == UNLOADED:
+            no_worker.set()
+        log.info("%s", _drain_line(status, settings.restart_grace_s, signal_name))
         supervisor.stop()
         monitor.stop()
 
@@ -196,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         from cosyvoice_ui.ui.ffmpeg import remove_private_ffmpeg
 
         remove_private_ffmpeg()
-        log.info("stopped: the worker has ended; exiting")
+        log.info("stopped: %s; exiting", "no worker was running" if no_worker.is_set() else "the worker has ended")
 
     def listening() -> None:
         host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(settings.host, settings.host)
@@ -227,20 +235,24 @@ def main(argv: list[str] | None = None) -> int:
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _drain_line(status: dict, grace_s: float) -> str:
+def _drain_line(status: dict, grace_s: float, signal_name: str | None = None) -> str:
     """What the drain is about to do, from the supervisor's state (one line said "letting the
-    running one finish" during a reload, a restart and while unloaded; newcomer sessions 22-23)."""
+    running one finish" during a reload, a restart and while unloaded; newcomer sessions 22-23),
+    and the signal that asked for it, as the line of a stop while loading names it."""
     from cosyvoice_ui.worker.supervisor import RESTARTING, STARTING, UNLOADED
 
+    by = f" ({signal_name})" if signal_name else ""
     if status["in_flight"] is not None:
-        return (f"shutting down: no new requests; letting the running one finish (up to {grace_s:.0f} s), then "
-                "ending the worker")
-    if status["state"] == RESTARTING and status.get("pid") and status.get("load_s") is None:
-        return "shutting down while the model loads: ending the worker"  # the restart's new worker
-    return {STARTING: "shutting down while the model loads: ending the worker",
-            RESTARTING: "shutting down during a restart: ending the worker",
-            UNLOADED: "shutting down: no model is loaded (unloaded after idle time), no worker to end",
-            }.get(status["state"], "shutting down: no new requests; no request is running: ending the worker")
+        return (f"shutting down{by}: no new requests; letting the running one finish (up to {grace_s:.0f} s), "
+                "then ending the worker")
+    if status["state"] == STARTING or (status["state"] == RESTARTING and status.get("pid")
+                                       and status.get("load_s") is None):  # the restart's new worker
+        return f"shutting down while the model loads{by}: ending the worker"
+    if status["state"] == RESTARTING:
+        return f"shutting down during a restart{by}: ending the worker"
+    if status["state"] == UNLOADED:
+        return f"shutting down{by}: no model is loaded (unloaded after idle time), no worker to end"
+    return f"shutting down{by}: no new requests; no request is running: ending the worker"
 
 
 class _StopWhileLoading(BaseException):
@@ -326,7 +338,7 @@ class DrainingServer(uvicorn.Server):
         self._draining = True
 
         def drain_then_exit() -> None:
-            self._drain()
+            self._drain(signal.Signals(sig).name)
             time.sleep(1.0)  # let the last answers leave before connections close
             self._request_exit(sig, frame)
 

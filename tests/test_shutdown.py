@@ -296,7 +296,7 @@ def test_closed_terminal_drains_the_running_request(tmp_path):
         records = [json.loads(line) for line in ledger.read_text().splitlines()]
         assert [r["outcome"] for r in records] == ["ok"], records
         log = log_path.read_text()
-        assert "shutting down: no new requests" in log and "stopped: the worker has ended" in log, log[-3000:]
+        assert "shutting down (SIGHUP): no new requests" in log and "stopped: the worker has ended" in log, log[-3000:]
         time.sleep(0.5)
         assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     finally:
@@ -378,8 +378,10 @@ def test_signal_while_unloaded_says_there_is_no_worker(tmp_path, monkeypatch):
         app.proc.send_signal(signal.SIGTERM)
         assert app.proc.wait(timeout=30) == -signal.SIGTERM
         lines = app.log_path.read_text().splitlines()
-        assert any("shutting down: no model is loaded (unloaded after idle time)" in line for line in lines), lines[-5:]
+        assert any("shutting down (SIGTERM): no model is loaded (unloaded after idle time)" in line
+                   for line in lines), lines[-5:]
         assert not any("letting the running one finish" in line for line in lines), lines[-5:]
+        assert "stopped: no worker was running; exiting" in lines[-1], lines[-3:]  # not "the worker has ended"
     finally:
         app.stop()
 
@@ -401,3 +403,5 @@ def test_drain_line_follows_the_state():
         "shutting down while the model loads: ending the worker"  # the new one is loading
     assert line({"state": "loading", "in_flight": None}, 30) == "shutting down while the model loads: ending the worker"
     assert "no request is running" in line({"state": "ready", "in_flight": None}, 30)
+    # The signal is named, as the line of a stop while loading names it (twenty-fourth newcomer session).
+    assert line({"state": "ready", "in_flight": None}, 30, "SIGHUP").startswith("shutting down (SIGHUP): ")
