@@ -316,15 +316,15 @@ _SHORT_SEGMENT_CHARS = 20
 _LONG_SEGMENT_CHARS = 1000
 
 
-def _warn_about_segments(max_segment_chars: int, max_text_chars: int) -> None:
+def _warn_about_segments(max_segment_chars: int, max_text_chars: int, from_env: dict[str, str]) -> None:
     if max_segment_chars < _SHORT_SEGMENT_CHARS:
-        print(f"warning: --max-segment-chars {max_segment_chars} splits text into a word or two per segment; "
-              f"the speech will sound choppy. Use {_SHORT_SEGMENT_CHARS} or more (default 200).", file=sys.stderr)
+        _warn(f"--max-segment-chars {max_segment_chars} splits text into a word or two per segment; "
+              f"the speech will sound choppy. Use {_SHORT_SEGMENT_CHARS} or more (default 200).", from_env)
     if max_segment_chars > _LONG_SEGMENT_CHARS and max_text_chars > _LONG_SEGMENT_CHARS:
-        print(f"warning: --max-segment-chars {max_segment_chars}: a segment of up to "
+        _warn(f"--max-segment-chars {max_segment_chars}: a segment of up to "
               f"{min(max_segment_chars, max_text_chars)} characters is synthesized in one piece, so splitting no "
               "longer bounds a request's peak memory (see the README's 'Long text and memory'). "
-              f"Use at most {_LONG_SEGMENT_CHARS} (default 200).", file=sys.stderr)
+              f"Use at most {_LONG_SEGMENT_CHARS} (default 200).", from_env)
 
 
 def parse_settings(argv: Sequence[str] | None = None) -> Settings:
@@ -377,8 +377,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         parser.error(f"--idle-unload-after must be a positive number of seconds, or off (or 0) to keep the model "
                      f"loaded; got {values['idle_unload_after_s']:g}")
     _check_upper_limits(parser, values)
-    _warn_about_segments(values["max_segment_chars"], values["max_text_chars"])
-    _warn_about_self_defeating_limits(values)
+    _warn_about_segments(values["max_segment_chars"], values["max_text_chars"], from_env)
+    _warn_about_self_defeating_limits(values, from_env)
     _warn_about_engine_flags(values, from_env)
     return Settings(**values)
 
@@ -396,13 +396,23 @@ def _name_variables_in_errors(parser: argparse.ArgumentParser, from_env: dict[st
     error = parser.error
 
     def error_naming_variable(message: str):
-        flag = next((f for f in from_env if re.match(re.escape(f) + r"(?=[ =:]|$)", message)), None)
-        if flag is not None:
-            variable = from_env[flag]
-            message = f"{_shown(variable)} (the variable for {flag}): {message}"
-        error(message)
+        error(_naming_variable(message, from_env))
 
     parser.error = error_naming_variable  # type: ignore[method-assign]
+
+
+def _naming_variable(message: str, from_env: dict[str, str]) -> str:
+    """``message`` about ``--flag ...`` prefixed with the variable that set the flag, if one did."""
+    flag = next((f for f in from_env if re.match(re.escape(f) + r"(?=[ =:]|$)", message)), None)
+    if flag is None:
+        return message
+    return f"{_shown(from_env[flag])} (the variable for {flag}): {message}"
+
+
+def _warn(message: str, from_env: dict[str, str]) -> None:
+    # Warnings name the variable too: "--gpu-log-max-mb 3 has no effect" sent the user looking
+    # for a flag they never typed (twenty-fourth newcomer session), as errors once did.
+    print(f"warning: {_naming_variable(message, from_env)}", file=sys.stderr)
 
 
 def seconds_text(value: float) -> str:
@@ -420,7 +430,7 @@ _DURATIONS = ("request_timeout_s", "restart_grace_s", "restart_cooldown_s", "wor
               "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s")
 _MIN_MONITOR_INTERVAL_S = 0.1
 _SMALL_GPU_LOG_MB = 1  # about 2.6 hours per file at one sample a second
-_GPU_LOG_BYTES_PER_S = 111  # one line, one GPU (format_dmon_line measured on this machine)
+_GPU_LOG_LINE_BYTES = 111  # one sample, one GPU (format_dmon_line measured on this machine)
 _MAXIMA = {"max_queue": (1000, "each waiting request holds its prompt audio in memory"),
            "max_text_chars": (100_000, "send a longer text in parts"),
            "max_upload_mb": (1024, "a voice prompt needs a few MiB"),
@@ -455,37 +465,36 @@ _SHORT_TEMP_FILE_TTL_S = 60.0
 _SHORT_IDLE_UNLOAD_S = 30.0
 
 
-def _warn_about_self_defeating_limits(values: dict) -> None:
+def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) -> None:
     if values["gpu_log_max_mb"] != Settings.gpu_log_max_mb and not values["gpu_log"]:
-        print(f"warning: --gpu-log-max-mb {values['gpu_log_max_mb']:g} has no effect without --gpu-log PATH",
-              file=sys.stderr)
+        _warn(f"--gpu-log-max-mb {values['gpu_log_max_mb']:g} has no effect without --gpu-log PATH", from_env)
     elif values["gpu_log"] and values["gpu_log_max_mb"] < _SMALL_GPU_LOG_MB:
-        minutes = values["gpu_log_max_mb"] * 2**20 / _GPU_LOG_BYTES_PER_S / 60
-        print(f"warning: --gpu-log-max-mb {values['gpu_log_max_mb']:g}: each GPU log file holds about {minutes:.2g} "
-              f"minutes of samples at one a second (one older file is kept); use {_SMALL_GPU_LOG_MB:g} or more "
-              "(default 100)", file=sys.stderr)
+        minutes = values["gpu_log_max_mb"] * 2**20 / (_GPU_LOG_LINE_BYTES / values["monitor_interval_s"]) / 60
+        _warn(f"--gpu-log-max-mb {values['gpu_log_max_mb']:g}: each GPU log file holds about {minutes:.2g} "
+              f"minutes of samples at one every {values['monitor_interval_s']:g} s (one older file is kept); use "
+              f"{_SMALL_GPU_LOG_MB:g} or more (default 100)", from_env)
     if values["request_timeout_s"] < _SHORT_REQUEST_TIMEOUT_S:
-        print(f"warning: --request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
+        _warn(f"--request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
               "the worker is restarted; even a short sentence can take seconds (the first on a fresh worker, or on "
-              f"a busy CPU). Use {_SHORT_REQUEST_TIMEOUT_S:g} s or more (default 120).", file=sys.stderr)
+              f"a busy CPU). Use {_SHORT_REQUEST_TIMEOUT_S:g} s or more (default 120).", from_env)
     if (values["restart_on_leak"] and values["leak_threshold_mb"] < _TINY_LEAK_MB
             and values["leak_threshold_fraction"] < _TINY_LEAK_FRACTION):
-        print(f"warning: --leak-threshold-mb {values['leak_threshold_mb']:g} and --leak-threshold-fraction "
+        _warn(f"--leak-threshold-mb {values['leak_threshold_mb']:g} and --leak-threshold-fraction "
               f"{values['leak_threshold_fraction']:g}: growth of the worker's memory this small (a few KiB) is "
               "normal, and would count as a leak, so the worker would be restarted over and over. Keep one of "
               f"them at least {_TINY_LEAK_MB:g} MB or {_TINY_LEAK_FRACTION:g} (defaults 200 MB and 0.05), or turn "
-              "restarts off with --no-restart-on-leak.", file=sys.stderr)
+              "restarts off with --no-restart-on-leak.", from_env)
     if values["memory_reserve"] > _LARGE_MEMORY_RESERVE:
-        print(f"warning: --memory-reserve {values['memory_reserve']:g}: admission keeps that fraction of the device's "
-              "memory free, so most requests will be refused as not fitting. The default is 0.10.", file=sys.stderr)
+        _warn(f"--memory-reserve {values['memory_reserve']:g}: admission keeps that fraction of the device's "
+              "memory free, so most requests will be refused as not fitting. The default is 0.10.", from_env)
     if values["temp_file_ttl_s"] < _SHORT_TEMP_FILE_TTL_S:
-        print(f"warning: --temp-file-ttl {seconds_text(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
+        _warn(f"--temp-file-ttl {seconds_text(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
               "deleted this soon, so a page played (or a result downloaded) a little later finds them gone. Use "
-              f"{_SHORT_TEMP_FILE_TTL_S:g} s or more (default 3600).", file=sys.stderr)
+              f"{_SHORT_TEMP_FILE_TTL_S:g} s or more (default 3600).", from_env)
     if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < _SHORT_IDLE_UNLOAD_S:
-        print(f"warning: --idle-unload-after {seconds_text(values['idle_unload_after_s'])} s: the model is unloaded "
+        _warn(f"--idle-unload-after {seconds_text(values['idle_unload_after_s'])} s: the model is unloaded "
               "between requests this far apart, and the next one waits for it to load again. Use "
-              f"{_SHORT_IDLE_UNLOAD_S:g} s or more unless the device is needed for other work.", file=sys.stderr)
+              f"{_SHORT_IDLE_UNLOAD_S:g} s or more unless the device is needed for other work.", from_env)
 
 
 def _warn_about_engine_flags(values: dict, from_env: dict[str, str]) -> None:

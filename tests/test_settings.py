@@ -201,6 +201,9 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
     (["--idle-unload-after", "1"], "the next one waits for it to load again"),
     (["--gpu-log-max-mb", "5"], "--gpu-log-max-mb 5 has no effect without --gpu-log PATH"),
     (["--gpu-log", "{tmp}/gpu.log", "--gpu-log-max-mb", "0.01"], "each GPU log file holds about 1.6 minutes"),
+    # ... at the rate it is written (twenty-fourth newcomer session: 1.6 minutes said for 10 s).
+    (["--gpu-log", "{tmp}/gpu.log", "--gpu-log-max-mb", "0.01", "--monitor-interval", "0.1"],
+     "holds about 0.16 minutes of samples at one every 0.1 s"),
 ])
 def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys, tmp_path):
     """A newcomer ran --request-timeout 1 (the first request failed, the worker restarted) and zero
@@ -214,6 +217,20 @@ def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys, 
                 "--gpu-log": [*argv[:2], "--gpu-log-max-mb", "1"]}[argv[0]]
     parse_settings(sensible)
     assert capsys.readouterr().err == ""
+
+
+def test_a_warning_names_the_variable_that_set_the_value(monkeypatch, capsys):
+    """"--gpu-log-max-mb 3 has no effect" when COSYVOICE_UI_GPU_LOG_MAX_MB=3 was set sent the user
+    looking for a flag they never typed (twenty-fourth newcomer session); errors named it already."""
+    monkeypatch.setenv("COSYVOICE_UI_GPU_LOG_MAX_MB", "3")
+    monkeypatch.setenv("COSYVOICE_UI_REQUEST_TIMEOUT", "2")
+    parse_settings([])
+    err = capsys.readouterr().err
+    assert "COSYVOICE_UI_GPU_LOG_MAX_MB='3' (the variable for --gpu-log-max-mb): --gpu-log-max-mb 3 has no" in err, err
+    assert "COSYVOICE_UI_REQUEST_TIMEOUT='2' (the variable for --request-timeout)" in err, err
+    parse_settings(["--request-timeout", "2", "--gpu-log-max-mb", "3"])  # typed: named as typed
+    err = capsys.readouterr().err
+    assert "warning: --request-timeout 2 s" in err and "COSYVOICE_UI" not in err, err
 
 
 def test_cosyvoice_flags_with_another_engine_are_warned_about(monkeypatch, capsys):
