@@ -588,6 +588,16 @@ def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatc
         assert text.startswith("Loaded the model in") and "None" not in text, text
         sup.restart()  # a loaded one is replaced: counted
         assert sup.status()["restarts_by_reason"] == {"user": 1}
+        # Pressed while a request's reload runs, a Restart joins that load: it restarted the
+        # freshly loaded worker, a second load (twenty-fifth newcomer session).
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+        (tmp_path / "load_s").write_text("1.5")
+        waiting = sup.submit(SynthesisRequest(text="wake up again"))
+        _wait_until(lambda: sup.status()["state"] == "loading", 10)
+        joined = sup.restart()
+        assert joined.old_pid is None and joined.new_pid == sup.worker_pid and joined.error is None, joined
+        assert waiting.result(timeout=30)[1].pid == joined.new_pid
+        assert sup.status()["restarts_by_reason"] == {"user": 1}  # not counted again
     finally:
         sup.stop(grace_s=1)
 

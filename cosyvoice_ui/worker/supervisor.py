@@ -167,6 +167,10 @@ class Supervisor:
         self._wake = threading.Condition(self._lock)
         self._pending: collections.deque[_Job] = collections.deque()
         self._restart_waiters: list[tuple[str, concurrent.futures.Future]] = []
+        # Restarts pressed while the model loads again after an idle unload join that load: a
+        # restart after it loaded the model a second time (twenty-fifth newcomer session).
+        self._reloading = False
+        self._load_joiners: list[concurrent.futures.Future] = []
         self._stopping = False
         self._grace_on_stop = restart_grace_s
         self._worker: _Worker | None = None
@@ -308,7 +312,10 @@ class Supervisor:
         with self._lock:
             if self._stopping:
                 raise ServiceStopping("The application is shutting down.")
-            self._restart_waiters.append((reason, future))
+            if self._reloading:
+                self._load_joiners.append(future)
+            else:
+                self._restart_waiters.append((reason, future))
             self._wake.notify_all()
         if not wait:
             return future
@@ -438,7 +445,7 @@ class Supervisor:
                     continue
                 if reload:
                     log.info("a request arrived while unloaded: loading the model again")
-                    self._spawn_until_ready(reason=None)
+                    self._reload()
                     continue
                 if not self._worker_alive():
                     if job is not None:
@@ -936,6 +943,32 @@ class Supervisor:
                                                              if self._stopping else "No new worker was started.")))
             self._last_restart = report
         return report
+
+    def _reload(self) -> None:
+        """Load the model again after an idle unload; Restart presses meanwhile get its report."""
+        t0 = time.monotonic()
+        ok = False
+        with self._lock:
+            self._reloading = True
+        try:
+            ok = self._spawn_until_ready(reason=None)
+        finally:
+            with self._lock:
+                self._reloading = False
+                joiners, self._load_joiners = self._load_joiners, []
+                w = self._worker
+                ok = ok and w is not None and w.ready is not None
+                report = RestartReport(
+                    reason="user", old_pid=None, new_pid=w.process.pid if ok else None,
+                    duration_s=time.monotonic() - t0, memory_before=None, memory_after=w.memory if ok else None,
+                    error=None if ok else (self._last_error or "The model could not be loaded."))
+                if joiners:
+                    self._last_restart = report
+        if joiners:
+            log.info("%d Restart press(es) during the load joined it", len(joiners))
+        for f in joiners:
+            if not f.done():
+                f.set_result(report)
 
     def _do_restart(self) -> None:
         with self._lock:
