@@ -171,9 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     if settings.ledger:
         device = supervisor.status()["device"]
         loaded = supervisor.ledger.read_back(supervisor.engine, device)
-        if loaded:
-            log.info("ledger: read back %d earlier record(s) of %s on %s from %s; admission's memory fit goes on "
-                     "from them", loaded, supervisor.engine, device, settings.ledger)
+        others = supervisor.ledger.read_back_others
+        if loaded or others:  # said also when none matched: the operator sees the file was read
+            log.info("ledger: read back %d earlier record(s) of %s on %s from %s%s; admission's memory fit goes on "
+                     "from them", loaded, supervisor.engine, device, settings.ledger,
+                     f" ({others} of other engines or devices left out)" if others else "")
     try:
         app = build_app(settings, supervisor, monitor)
     except BaseException:

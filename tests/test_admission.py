@@ -89,7 +89,8 @@ def test_ledger_file_is_read_back_for_this_engine_and_device(tmp_path):
     path.write_text("\n".join(lines) + '\n{"time_s": 5, "engine": "e", "trunc')
     ledger = Ledger(path=str(path))
     ledger.add(record(30, 40 * MIB))  # one of this run, before the read-back
-    assert ledger.read_back("e", "cpu") == 5
+    assert ledger.read_back("e", "cpu") == 5 and ledger.read_back_others == 2  # the cuda:0 and cosyvoice ones
+    assert Ledger(path=str(path)).read_back("e", "cuda:0") == 1
     kept = ledger.records()
     assert [r.max_segment_chars for r in kept] == [25, 50, 100, 200, 400, 30]  # oldest first, this run's last
     fit = Admission(ledger, lambda: None).fit()
@@ -118,3 +119,30 @@ def test_running_app_reads_its_ledger_back_at_start(tmp_path, monkeypatch):
         Client(app.url, verbose=False).predict(text="after the restart", api_name="/synthesize")
     last = json.loads(ledger.read_text().splitlines()[-1])
     assert last["predicted_peak_bytes"] < DEFAULT_INTERCEPT_BYTES, last  # fitted on the last run's records
+
+
+def test_damaged_ledger_lines_are_skipped_when_read_back(tmp_path, caplog):
+    """One edited line ("peak_rss_bytes": "lots", a null length, 1e308) made every request fail in
+    the fit with Python's own error text, /healthz "ok" (twenty-fifth newcomer session)."""
+    import dataclasses
+    import json
+    import logging
+
+    good = [dataclasses.asdict(record(c, 10 * MIB + c * MIB)) for c in (25, 50, 100, 200, 400)]
+    bad = [{**good[0], "peak_rss_bytes": "lots"}, {**good[0], "max_segment_chars": None},
+           {**good[0], "max_segment_chars": 1e308}, {**good[0], "peak_rss_bytes": True},
+           {**good[0], "audio_s": -1}, {**good[0], "engine": 5}]
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in good + bad) + "\n")
+    ledger = Ledger(path=str(path))
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.monitor.ledger"):
+        assert ledger.read_back("e", "cpu") == 5
+    assert "6 line(s) that are not records were skipped" in caplog.text
+    assert Admission(ledger, lambda: None).fit().records == 5
+
+
+def test_fit_without_a_line_keeps_the_prior():
+    """Points no line fits (numerically) keep the conservative prior instead of failing requests."""
+    recs = [record(c, MIB) for c in (5, 6, 7, 8)] + [record(float("inf"), MIB)]  # numpy: "SVD did not converge"
+    fit = fit_peak(recs)
+    assert fit.predict(100) >= DEFAULT_INTERCEPT_BYTES

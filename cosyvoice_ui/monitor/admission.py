@@ -11,6 +11,7 @@ default line is used. The prediction adds the fit's largest under-estimate seen 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 import numpy as np
@@ -50,7 +51,13 @@ def fit_peak(records: list[LedgerRecord], last: int = 200) -> PeakFit:
         return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts))
     x = np.array([c for c, _ in pts], dtype=float)
     y = np.array([e for _, e in pts], dtype=float)
-    slope, intercept = np.polyfit(x, y, 1)
+    try:
+        with np.errstate(all="ignore"):
+            slope, intercept = np.polyfit(x, y, 1)
+    except (np.linalg.LinAlgError, ValueError):
+        slope = intercept = float("nan")
+    if not (math.isfinite(slope) and math.isfinite(intercept)):  # no line through these points: the safe prior
+        return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts))
     slope = max(slope, 0.0)  # memory does not shrink with longer text
     margin = float(np.max(y - (intercept + slope * x)))
     return PeakFit(float(intercept), float(slope), max(margin, 0.0), len(pts))

@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -123,6 +124,7 @@ class Ledger:
             ledger was made is read (not this run's records); lines that are not records (cut
             short, edited, another version's) are skipped.
         """
+        self.read_back_others = 0  # records of other engines or devices, left out
         if not self._earlier_bytes:
             return 0
         fields = {f.name for f in dataclasses.fields(LedgerRecord)}
@@ -138,16 +140,25 @@ class Ledger:
             return 0
         if size > tail_bytes:
             lines = lines[1:]  # the first is cut by the seek
+        skipped = 0
         for line in lines:
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict) or not required <= row.keys():
-                    continue
+                if not isinstance(row, dict) or not required <= row.keys() or not _plausible(row):
+                    raise ValueError("not a record")
                 record = LedgerRecord(**{k: v for k, v in row.items() if k in fields})
             except (ValueError, TypeError):
+                skipped += 1
                 continue
             if record.engine == engine and record.device == device:
                 loaded.append(record)
+            else:
+                self.read_back_others += 1
+        if skipped:
+            log.warning("ledger %s: %d line(s) that are not records were skipped while reading it back",
+                        self._path, skipped)
         with self._lock:
             room = (self._records.maxlen or len(loaded) + len(self._records)) - len(self._records)
             older = loaded[-room:] if room > 0 else []
@@ -158,6 +169,31 @@ class Ledger:
         """All kept records, oldest first."""
         with self._lock:
             return list(self._records)
+
+
+# What a read-back record must hold: an edited or damaged field ("peak_rss_bytes": "lots", a
+# null length, 1e308) failed every request in admission's fit, with a traceback and /healthz
+# "ok" (twenty-fifth newcomer session).
+_MAX_PLAUSIBLE_BYTES = 2**44  # 16 TiB: no device or host comes near it
+_MAX_PLAUSIBLE_CHARS = 10**6
+
+
+def _plausible(row: dict) -> bool:
+    """True when every field of a ledger line has its type and a sane range."""
+    def number(value, maximum, optional=True, integer=False) -> bool:
+        if value is None:
+            return optional
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+            return False
+        return math.isfinite(value) and 0 <= value <= maximum
+    return (all(isinstance(row.get(k), str) for k in ("engine", "device", "outcome"))
+            and number(row.get("time_s"), 1e11, optional=False)
+            and all(number(row.get(k), _MAX_PLAUSIBLE_CHARS, optional=False, integer=True)
+                    for k in ("text_chars", "segments", "max_segment_chars"))
+            and all(number(row.get(k), _MAX_PLAUSIBLE_BYTES, integer=True)
+                    for k in ("peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes", "memory_before_bytes",
+                              "predicted_peak_bytes"))
+            and all(number(row.get(k), 1e7) for k in ("prompt_s", "audio_s", "synthesis_s", "real_time_factor")))
 
 
 def now_s() -> float:
