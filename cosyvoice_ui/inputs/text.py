@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
 import unicodedata
 
 from ..errors import InputError
@@ -39,14 +37,7 @@ _ANSI_ESCAPE = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
 def _script_of(ch: str) -> str | None:
     if "\u2800" <= ch <= "\u28ff":
         return "braille"  # symbols, but read out one "braille pattern dots-..." name each
-    if not ch.isalpha():  # digits (clean_text makes every decimal digit ASCII), punctuation, symbols
-        if unicodedata.category(ch) in ("No", "Nl"):
-            # A numeral of a script (Ethiopic ፻, Tamil ௰) that NFKC leaves alone: the engine
-            # dropped it without a word (twenty-fourth newcomer session). Circled, superscript and
-            # other generic numbers name no script (their first word is no script's).
-            first = unicodedata.name(ch, "").split(" ", 1)[0]
-            if first in _letter_script_words():
-                return first.lower()
+    if not ch.isalpha():  # digits and numerals (clean_text writes them as numbers), punctuation, symbols
         return None
     cp = ord(ch)
     for lang, ranges in _SCRIPT_RANGES.items():
@@ -62,19 +53,6 @@ def _script_of(ch: str) -> str | None:
     if (" LETTER " in name or " SYLLABLE " in name) and not name.startswith("MODIFIER"):
         return name.split(" ", 1)[0].lower()
     return None
-
-
-@functools.cache
-def _letter_script_words() -> frozenset[str]:
-    """First words of the Unicode names of letters outside Latin and Greek ("ETHIOPIC" from
-    ETHIOPIC SYLLABLE HA), as :func:`_script_of` names scripts; built once (0.16 s here)."""
-    words = set()
-    for cp in range(sys.maxunicode + 1):
-        name = unicodedata.name(chr(cp), "")
-        if ((" LETTER " in name or " SYLLABLE " in name) and not name.startswith("MODIFIER")
-                and "LATIN" not in name and "GREEK" not in name):
-            words.add(name.split(" ", 1)[0])
-    return frozenset(words)
 
 
 def detect_languages(text: str) -> dict[str, int]:
@@ -104,7 +82,8 @@ _NOT_CJK_PUNCTUATION = re.compile(f"[^{_CJK_PUNCTUATION}]+")
 
 def clean_text(text: str) -> str:
     """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``,
-    ``²`` becomes ``2``), write the decimal digits of every script as ASCII (``١٢٣`` -> ``123``),
+    ``²`` becomes ``2``), write the digits and numerals of every script as ASCII numbers
+    (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, turn line breaks and tabs into spaces, drop other control
     characters (NUL, bidi overrides) and collapse runs of spaces.
 
@@ -122,13 +101,29 @@ def clean_text(text: str) -> str:
             out.append(" ")
         elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue
-        elif cat == "Nd" and not ch.isascii():
-            # Arabic-Indic, Devanagari, Thai ... digits are numbers: the embedded engine dropped
-            # them silently ("Call me at ١٢٣ now." lost the number; twenty-fourth newcomer session).
-            out.append(str(unicodedata.digit(ch)))
+        elif cat in ("Nd", "Nl", "No") and not ch.isascii() and _numeral_value(ch) is not None:
+            # Digits and numerals of other scripts are numbers: the embedded engine dropped them
+            # ("Call me at ١٢٣ now." lost the number; twenty-fourth newcomer session) or read out
+            # their code point ("𒐕" as "letter one two four one five"; twenty-fifth).
+            # Decimal digits are positional (١٢٣ is 123); other numerals stand alone (Ethiopic ፲፪
+            # is 10 + 2, not 102), so they are spaced.
+            out.append(_numeral_value(ch) if cat == "Nd" else f" {_numeral_value(ch)} ")
         else:
             out.append(ch)
     return " ".join("".join(out).split())
+
+
+def _numeral_value(ch: str) -> str | None:
+    """The number a digit or numeral stands for, written in ASCII ("٣" -> "3", "፻" -> "100",
+    "ↂ" -> "10000"), or ``None`` for the Chinese ones (〇, Hangzhou numerals), which CosyVoice's
+    frontend reads as they are."""
+    name = unicodedata.name(ch, "")
+    if "IDEOGRAPH" in name or name.startswith("HANGZHOU"):
+        return None
+    value = unicodedata.numeric(ch, None)
+    if value is None:
+        return None
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 RAW_TEXT_FACTOR = 4  # raw text longer than this many times --max-text-chars is refused uncleaned
