@@ -284,6 +284,12 @@ def _zip_of_wav(src: Sources) -> bytes:
     return buf.getvalue()
 
 
+def _glitch(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    y = x.astype(np.float32).copy()
+    y[len(y) // 2:len(y) // 2 + 100] = 1e6
+    return y, sr
+
+
 def _beep_before(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     beep = 0.9 * np.sin(2 * np.pi * 1000 * np.arange(int(0.5 * sr)) / sr)
     return np.concatenate([beep, np.zeros(int(0.3 * sr)), x]).astype(np.float32), sr
@@ -383,6 +389,12 @@ CASES: tuple[Case, ...] = (
     Case("wav_no_extension", "voice", True, (), "a valid WAV with no extension at all", _bytes(_sf_bytes("WAV", "PCM_16"))),
     Case("speech_with_dc_offset", "dc_speech.wav", True, (), "speech riding on a +0.4 DC offset (a bad sound card)",
          _speech_wav(lambda x, sr: (0.5 * x + 0.4, sr), subtype="FLOAT")),
+    Case("float64_absurd_scale", "scaled_1e300.wav", True, ("scaled down",),
+         "64-bit float speech x1e300, finite (refused as 'invalid samples': it overflowed float32)",
+         _speech_wav(lambda x, sr: (x.astype(np.float64) * 1e300, sr), subtype="DOUBLE")),
+    Case("glitch_burst", "glitch.wav", True, ("glitch",),
+         "speech with 100 samples at 1e6 (scaling by them left 0.12 s above the silence threshold)",
+         _speech_wav(_glitch, subtype="FLOAT", prompt="xtts_female.wav")),
     Case("beep_then_speech", "voicemail.wav", True, (),
          "a 0.5 s 1 kHz beep, 0.3 s of silence, then speech (refused as 'one steady tone' by a whole-clip measure)",
          _speech_wav(_beep_before, prompt="cv_zero_shot_prompt.wav")),

@@ -39,6 +39,7 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
+_GLITCH_FRACTION = 0.001  # up to this share of samples past full scale are clipped instead
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
 _TONE_SHARE = 0.7  # see _steady_tone_hz
@@ -139,7 +140,10 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     if info.samplerate > 0 and length_known and info.frames > MAX_DECODE_S * info.samplerate:
         raise _too_long(info.frames / info.samplerate)  # known from the header: do not decode
     cap = int(MAX_DECODE_S * info.samplerate) + 1 if info.samplerate > 0 else -1
-    data, sr = sf.read(path, frames=cap, dtype="float32", always_2d=True)
+    # A 64-bit float file can hold finite values past float32's range (x1e300): read as float64,
+    # they are scaled down below instead of becoming "infinite samples" (twenty-fifth newcomer session).
+    dtype = "float64" if info.subtype == "DOUBLE" else "float32"
+    data, sr = sf.read(path, frames=cap, dtype=dtype, always_2d=True)
     if data.size == 0:
         raise ValueError("no samples")
     if cap > 0 and data.shape[0] >= cap:
@@ -312,13 +316,23 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         )
     _check_sample_rate(sr)
     notes = []
-    peak = float(np.max(np.abs(data)))
+    magnitude = np.abs(data)
+    peak = float(np.max(magnitude))
     if peak > _OVER_FULL_SCALE:
-        # Float files can hold any value; far past 1 (a wrong scale: x1e30 in a newcomer's file)
-        # the power sums overflowed and the prompt was refused as having "no voiced speech".
-        data = data * np.float32(0.99 / peak)
-        notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
-                     "wrong scale, or clipped); it was scaled down to fit.")
+        over = int(np.count_nonzero(magnitude > _OVER_FULL_SCALE))
+        if over <= _GLITCH_FRACTION * magnitude.size:
+            # A few samples far out (a glitch): scaling the whole file by them pushed the speech
+            # under the silence threshold ("only 0.12 s of sound"; twenty-fifth newcomer session).
+            data = np.clip(data, -1.0, 1.0)
+            notes.append(f"{over} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a "
+                         "glitch in the file); they were clipped.")
+        else:
+            # Float files can hold any value; far past 1 (a wrong scale: x1e30 in a newcomer's file)
+            # the power sums overflowed and the prompt was refused as having "no voiced speech".
+            data = data * (0.99 / peak)
+            notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
+                         "wrong scale, or clipped); it was scaled down to fit.")
+    data = data.astype(np.float32, copy=False)
     clipped = float(np.mean(np.abs(data) >= 0.999))
     # A DC offset is not sound: without removing it a file of constant value passes as loud, and
     # WORLD finds a "voice" in it.
