@@ -56,7 +56,8 @@ case "${1:-}" in
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 143' TERM
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 130' INT
     # A closed terminal (SIGHUP to the process group) drains as well; under nohup it stays ignored.
-    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 129' HUP
+    # Passed on as itself, so that the app's log names it (python takes a second one as the same).
+    trap 'kill -HUP $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 129' HUP
     wait $APP_PID
     ;;
 esac

@@ -304,6 +304,21 @@ def test_closed_terminal_drains_the_running_request(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def test_sighup_to_run_sh_alone_is_named_in_the_log(tmp_path):
+    """run.sh passed a SIGHUP on as SIGTERM, so the app's drain line named SIGTERM (twenty-fifth
+    newcomer session)."""
+    import os
+
+    proc, url, log_path = _start_run_sh(tmp_path)
+    try:
+        proc.send_signal(signal.SIGHUP)  # to the script only
+        assert proc.wait(timeout=60) == 129, log_path.read_text()[-3000:]
+        assert "shutting down (SIGHUP)" in log_path.read_text(), log_path.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def test_under_nohup_a_closed_terminal_leaves_the_app_serving(tmp_path):
     """The README's way to outlive the terminal: SIGHUP ignored at start stays ignored (uvicorn
     would otherwise install a handler over it, and the drain would stop the app)."""
