@@ -161,3 +161,5 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     assert validate_text("Total: ፻ birr, ፲፪ days.", 200, ("en",)) == "Total: 100 birr, 10 2 days."
     assert validate_text("Count 𒐕 wedges, ↂ men, 𐄇 sign.", 200, ("en",)) == "Count 1 wedges, 10000 men, 1 sign."
     assert validate_text("价格是〇元, 二〇二六年", 200, ("zh", "en")) == "价格是〇元, 二〇二六年"
+    # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
+    assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."

@@ -101,6 +101,10 @@ def clean_text(text: str) -> str:
             out.append(" ")
         elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue
+        elif ch in _ARABIC_NUMBER_SEPARATORS:
+            # ١٬٢٣٤٫٥٦ is 1,234.56: with the digits made ASCII, the Arabic separators were read as
+            # pauses ("one, two hundred thirty four, fifty six"; twenty-sixth newcomer session).
+            out.append(_ARABIC_NUMBER_SEPARATORS[ch])
         elif cat in ("Nd", "Nl", "No") and not ch.isascii() and _numeral_value(ch) is not None:
             # Digits and numerals of other scripts are numbers: the embedded engine dropped them
             # ("Call me at ١٢٣ now." lost the number; twenty-fourth newcomer session) or read out
@@ -111,6 +115,9 @@ def clean_text(text: str) -> str:
         else:
             out.append(ch)
     return " ".join("".join(out).split())
+
+
+_ARABIC_NUMBER_SEPARATORS = {"\u066b": ".", "\u066c": ","}  # ARABIC DECIMAL / THOUSANDS SEPARATOR
 
 
 def _numeral_value(ch: str) -> str | None:
