@@ -185,7 +185,7 @@ def test_gpu_log_moved_or_replaced_is_reopened_or_reported(tmp_path, caplog):
         assert monitor.gpu_log_status["gpu_log_error"] is None
         messages = [r.getMessage() for r in caplog.records]
         assert len([m for m in messages if "cannot write the GPU log" in m]) == 1, messages
-        assert any("is writable again" in m for m in messages), messages
+        assert any("is writable again" in m and "sample(s) were not written to it" in m for m in messages), messages
         assert log_path.read_text().startswith("# Date")
     finally:
         monitor.stop()
@@ -193,7 +193,9 @@ def test_gpu_log_moved_or_replaced_is_reopened_or_reported(tmp_path, caplog):
 
 def test_gpu_log_whose_rotation_fails_stays_at_its_size(tmp_path, caplog):
     """With PATH.1 a folder the rotation fails; the file was opened again for every sample and got
-    a header each time: 620 headers, 7x the limit and growing (twenty-fourth newcomer session)."""
+    a header each time: 620 headers, 7x the limit and growing (twenty-fourth newcomer session).
+    Then every sample was dropped (twenty-sixth): the log now starts over in PATH, keeping the
+    newest samples, and says so once."""
     import logging
 
     from cosyvoice_ui.monitor.gpu_log import GpuLog
@@ -204,12 +206,14 @@ def test_gpu_log_whose_rotation_fails_stays_at_its_size(tmp_path, caplog):
         log = GpuLog(str(path), 2000, "# header\n")
         for i in range(500):
             log.write(f"  20261130   10:00:00  sample {i:04d}\n")
-        size = path.stat().st_size
-        assert size <= 2000 and log.error and "gpu.log.1" in log.error, (size, log.error)
-        assert path.read_text().count("# header") == 1
+        text = path.read_text()
+        assert path.stat().st_size <= 2000 and log.error is None and log.write_errors == 0
+        assert text.startswith("# header") and text.count("# header") == 1 and "sample 0499" in text, text[-200:]
         (tmp_path / "gpu.log.1").rmdir()
-        log.write("  20261130   10:00:01  after\n")
+        for i in range(40):
+            log.write(f"  20261130   10:00:01  after {i:02d}\n")
         log.close()
-    assert log.error is None and path.read_text().startswith("# header") and "after" in path.read_text()
-    recovered = [r.getMessage() for r in caplog.records if "writable again" in r.getMessage()]
-    assert recovered and "sample(s) were not written" in recovered[0], recovered
+    assert (tmp_path / "gpu.log.1").read_text().startswith("# header")  # rotation works again
+    assert "after 39" in path.read_text() or "after 39" in (tmp_path / "gpu.log.1").read_text()
+    started_over = [r.getMessage() for r in caplog.records if "started over" in r.getMessage()]
+    assert len(started_over) == 1, [r.getMessage() for r in caplog.records]

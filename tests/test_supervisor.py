@@ -616,3 +616,22 @@ def test_auto_device_without_a_gpu_does_not_import_torch():
                           "print(resolve_device('auto'), 'torch' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["cpu", "False"]
+
+
+def test_restart_joined_to_a_reload_says_when_the_app_stops_meanwhile(tmp_path, monkeypatch):
+    """A stop during that load reported "The model could not be loaded." to the joined Restart
+    (twenty-sixth newcomer session)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
+    try:
+        assert sup.wait_ready(60)
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+        (tmp_path / "load_s").write_text("5")
+        sup.submit(SynthesisRequest(text="wake up"))
+        _wait_until(lambda: sup.status()["state"] == "loading", 10)
+        joined = sup.restart(wait=False)
+        time.sleep(0.3)
+    finally:
+        sup.stop(grace_s=1)
+    report = joined.result(timeout=30)
+    assert report.new_pid is None and "shutting down" in report.error, report

@@ -23,10 +23,25 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         self._failed = False
         self._failures = 0
         self._failures_before_outage = 0
+        self._rotation_failed = False
         self.error: str | None = None  # the latest, while writing fails
 
     def doRollover(self) -> None:
-        super().doRollover()
+        try:
+            super().doRollover()
+        except OSError as e:
+            # PATH.1 cannot be replaced (a folder, no permission): every later sample was dropped
+            # (twenty-sixth newcomer session). The log starts over in PATH instead, so the newest
+            # samples are kept and the size stays bounded; said once per failure in a row.
+            if self.stream is not None:
+                self.stream.close()
+            self.stream = open(self.baseFilename, "w", encoding=self.encoding)
+            if not self._rotation_failed:
+                self._rotation_failed = True
+                log.warning("cannot rotate the GPU log to %s.1 (%s); %s is started over instead",
+                            self.baseFilename, e, self.baseFilename)
+        else:
+            self._rotation_failed = False
         if self.stream and self.stream.tell() == 0:  # the new file starts with the column names too
             self.stream.write(self._header)
 

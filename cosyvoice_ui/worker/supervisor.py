@@ -961,7 +961,8 @@ class Supervisor:
                 report = RestartReport(
                     reason="user", old_pid=None, new_pid=w.process.pid if ok else None,
                     duration_s=time.monotonic() - t0, memory_before=None, memory_after=w.memory if ok else None,
-                    error=None if ok else (self._last_error or "The model could not be loaded."))
+                    error=None if ok else ("The application is shutting down; the model was not loaded."
+                                           if self._stopping else (self._last_error or "The model could not be loaded.")))
                 if joiners:
                     self._last_restart = report
         if joiners:
