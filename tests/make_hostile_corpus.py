@@ -290,6 +290,13 @@ def _glitch(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return y, sr
 
 
+def _loud_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    y = x.astype(np.float32).copy()
+    n = len(y) // 10
+    y[:n] = 1e6 * np.sin(2 * np.pi * 1000 * np.arange(n) / sr)
+    return y, sr
+
+
 def _beep_before(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     beep = 0.9 * np.sin(2 * np.pi * 1000 * np.arange(int(0.5 * sr)) / sr)
     return np.concatenate([beep, np.zeros(int(0.3 * sr)), x]).astype(np.float32), sr
@@ -395,6 +402,9 @@ CASES: tuple[Case, ...] = (
     Case("glitch_burst", "glitch.wav", True, ("glitch",),
          "speech with 100 samples at 1e6 (scaling by them left 0.12 s above the silence threshold)",
          _speech_wav(_glitch, subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("loud_burst_then_speech", "burst.wav", False, ("scaled down", "past full scale"),
+         "the first 10 % a tone at 1e6, then speech: scaled with the burst, the speech is too quiet; the refusal "
+         "blamed the recording alone", _speech_wav(_loud_burst, subtype="FLOAT", prompt="xtts_female.wav")),
     Case("beep_then_speech", "voicemail.wav", True, (),
          "a 0.5 s 1 kHz beep, 0.3 s of silence, then speech (refused as 'one steady tone' by a whole-clip measure)",
          _speech_wav(_beep_before, prompt="cv_zero_shot_prompt.wav")),

@@ -316,6 +316,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         )
     _check_sample_rate(sr)
     notes = []
+    scaled_hint = ""  # added to a later refusal that the scaling may have caused
     magnitude = np.abs(data)
     peak = float(np.max(magnitude))
     if peak > _OVER_FULL_SCALE:
@@ -330,6 +331,11 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             # Float files can hold any value; far past 1 (a wrong scale: x1e30 in a newcomer's file)
             # the power sums overflowed and the prompt was refused as having "no voiced speech".
             data = data * (0.99 / peak)
+            # A loud part (a burst over 0.1 % of the file) scales the speech with it, maybe into
+            # silence; the refusal blamed the recording (twenty-sixth newcomer session).
+            scaled_hint = (f" The file was scaled down {peak:.3g} times because some of its samples went that far "
+                           "past full scale, which may have made the speech too quiet: export the recording "
+                           "again (16-bit WAV or FLAC).")
             notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
                          "wrong scale, or clipped); it was scaled down to fit.")
     data = data.astype(np.float32, copy=False)
@@ -355,7 +361,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if peak_dbfs < SILENCE_FLOOR_DBFS:
         raise InputError(
             "The prompt audio is silent (its loudest moment is below "
-            f"{SILENCE_FLOOR_DBFS:.0f} dBFS). Check the microphone and record 3-10 s of clear speech."
+            f"{SILENCE_FLOOR_DBFS:.0f} dBFS). Check the microphone and record 3-10 s of clear speech." + scaled_hint
         )
     trimmed = trim_silence(mono, PROMPT_SAMPLE_RATE_HZ)
     seconds = len(trimmed) / PROMPT_SAMPLE_RATE_HZ
@@ -363,6 +369,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         raise InputError(
             f"The prompt audio has only {seconds:.2f} s of sound after trimming silence; at least "
             f"{MIN_PROMPT_S:.0f} s is needed and {RECOMMENDED_MIN_PROMPT_S:.0f}-10 s works best. Record a full sentence."
+            + scaled_hint
         )
     if seconds > MAX_PROMPT_S:
         raise InputError(
@@ -373,7 +380,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if tone_hz is not None:
         raise InputError(f"The prompt audio is one steady tone (about {tone_hz:.0f} Hz) almost throughout: a test "
                          "tone, a beep or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
-                         "hum louder than itself: filter the hum out first).")
+                         "hum louder than itself: filter the hum out first)." + scaled_hint)
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
     if clipped > 0.001:
