@@ -181,8 +181,10 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
     if not cleaned:
         raise InputError("The text is empty. Type the sentence you want to hear.")
     if len(cleaned) > max_chars:
+        # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
+        grown = f" once its numerals are written out ({raw_chars} as typed)" if len(cleaned) > raw_chars else ""
         raise InputError(
-            f"The text is {len(cleaned)} characters long; the limit is {max_chars}. "
+            f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
             f"Shorten it or split it into several requests."
         )
     run = _longest_mark_run(cleaned)
