@@ -93,6 +93,15 @@ def wait_for(predicate, timeout_s: float, what: str):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def healthz(url: str) -> dict:
+    """``/healthz``'s status JSON of the app at ``url`` (also when it answers 503)."""
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=10) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read())
+
+
 class RunningApp:
     """``python app.py`` in a subprocess on a free port, as a user would start it."""
 
@@ -122,11 +131,7 @@ class RunningApp:
 
     def status(self) -> dict:
         """``/healthz``'s status JSON (also when it answers 503)."""
-        try:
-            with urllib.request.urlopen(self.url + "healthz", timeout=10) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return json.loads(e.read())
+        return healthz(self.url)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from .conftest import RunningApp, wait_for
+from .conftest import RunningApp, healthz, wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -136,32 +136,15 @@ def test_sigint_to_run_sh_alone_drains_and_exits(tmp_path):
     """A process manager that sends SIGINT only to ``./run.sh`` (not to its process group, as a
     terminal's Ctrl-C does) used to leave the app serving; the script now passes it on."""
     import os
-    import subprocess
-    import urllib.request
 
-    from .conftest import ROOT, free_port
-
-    port = free_port()
-    log_path = tmp_path / "run_sh.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", str(ROOT / "run.sh"), "--port", str(port), "--engine",
-                                 "tests.fault_engines:FaultEngine"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "FAULT_ENGINE_DIR": str(tmp_path)}, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 180  # may install requirements.txt on a fresh clone first
-            while time.monotonic() < deadline:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).close()
-                    break
-                except Exception:  # noqa: BLE001 - not up yet
-                    assert proc.poll() is None, log_path.read_text()[-3000:]
-                    time.sleep(0.5)
-            tree = psutil.Process(proc.pid).children(recursive=True)
-            proc.send_signal(signal.SIGINT)  # to the script only
-            assert proc.wait(timeout=60) == 130, log_path.read_text()[-3000:]
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+    proc, _, log_path = _start_run_sh(tmp_path)
+    try:
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)  # to the script only
+        assert proc.wait(timeout=60) == 130, log_path.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
     time.sleep(0.5)
     assert "stopped: the worker has ended" in log_path.read_text(), log_path.read_text()[-3000:]
     assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
@@ -287,7 +270,7 @@ def test_closed_terminal_drains_the_running_request(tmp_path):
 
         caller = threading.Thread(target=call)
         caller.start()
-        wait_for(lambda: _healthz(url)["in_flight"] is not None, 30, "the request to run")
+        wait_for(lambda: healthz(url)["in_flight"] is not None, 30, "the request to run")
         os.killpg(proc.pid, signal.SIGHUP)
         caller.join(60)
         assert proc.wait(timeout=60) == 129, log_path.read_text()[-3000:]
@@ -329,25 +312,13 @@ def test_under_nohup_a_closed_terminal_leaves_the_app_serving(tmp_path):
         os.killpg(proc.pid, signal.SIGHUP)
         time.sleep(2.0)
         assert proc.poll() is None, log_path.read_text()[-3000:]
-        assert _healthz(url)["state"] == "ready"
+        assert healthz(url)["state"] == "ready"
         assert Client(url, verbose=False).predict(text="still here", api_name="/synthesize")[1]["audio_s"] > 0
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 143, log_path.read_text()[-3000:]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _healthz(url: str) -> dict:
-    import json
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url + "healthz", timeout=10) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return json.loads(e.read())
 
 
 def test_signal_while_the_model_reloads_says_so(tmp_path, monkeypatch):

@@ -105,13 +105,13 @@ def clean_text(text: str) -> str:
             # ١٬٢٣٤٫٥٦ is 1,234.56: with the digits made ASCII, the Arabic separators were read as
             # pauses ("one, two hundred thirty four, fifty six"; twenty-sixth newcomer session).
             out.append(_ARABIC_NUMBER_SEPARATORS[ch])
-        elif cat in ("Nd", "Nl", "No") and not ch.isascii() and _numeral_value(ch) is not None:
+        elif cat in ("Nd", "Nl", "No") and not ch.isascii() and (value := _numeral_value(ch)) is not None:
             # Digits and numerals of other scripts are numbers: the embedded engine dropped them
             # ("Call me at ١٢٣ now." lost the number; twenty-fourth newcomer session) or read out
             # their code point ("𒐕" as "letter one two four one five"; twenty-fifth).
             # Decimal digits are positional (١٢٣ is 123); other numerals stand alone (Ethiopic ፲፪
             # is 10 + 2, not 102), so they are spaced.
-            out.append(_numeral_value(ch) if cat == "Nd" else f" {_numeral_value(ch)} ")
+            out.append(value if cat == "Nd" else f" {value} ")
         else:
             out.append(ch)
     return " ".join("".join(out).split())

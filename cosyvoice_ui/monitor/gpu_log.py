@@ -20,7 +20,6 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=1, encoding="utf-8")
         self.terminator = ""  # the lines bring their own newlines
         self._header = header
-        self._failed = False
         self._failures = 0
         self._failures_before_outage = 0
         self._rotation_failed = False
@@ -73,12 +72,12 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
 
     def handleError(self, record) -> None:
         # A full disk would print logging's traceback every sample (every second): say it once.
-        if not self._failed:
+        first = self.error is None  # the first failure of an outage is logged, the rest counted
+        if first:
             self._failures_before_outage = self._failures
         self._failures += 1
         self.error = f"cannot write the GPU log {self.baseFilename}: {sys.exc_info()[1]}"
-        if not self._failed:
-            self._failed = True
+        if first:
             log.error("%s; samples are dropped until it works again", self.error)
 
     def emit(self, record) -> None:
@@ -89,8 +88,7 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
             self.handleError(record)
             return
         super().emit(record)
-        if self._failed and self._failures == failures:  # this one went through
-            self._failed = False
+        if self.error is not None and self._failures == failures:  # this one went through
             self.error = None
             log.warning("the GPU log %s is writable again; %d sample(s) were not written to it (%d since the "
                         "start)", self.baseFilename, self._failures - self._failures_before_outage, self._failures)

@@ -160,7 +160,7 @@ class Ledger:
             log.warning("ledger %s: %d line(s) that are not records were skipped while reading it back",
                         self._path, skipped)
         with self._lock:
-            room = (self._records.maxlen or len(loaded) + len(self._records)) - len(self._records)
+            room = self._records.maxlen - len(self._records)  # never push out this run's records
             older = loaded[-room:] if room > 0 else []
             self._records.extendleft(reversed(older))  # before anything this run added already
         return len(older)
