@@ -126,3 +126,29 @@ class CudaLeakyEngine(CudaAllocEngine):
         self._kept.append(torch.ones(int(os.environ.get("LEAK_MB", "64")) * 2**20, dtype=torch.uint8,
                                      device=self._block.device))
         return super().synthesize(request)
+
+
+class CudaOomEngine(CudaAllocEngine):
+    """Runs into a real CUDA out-of-memory error on segments longer than ``CUDA_OOM_CHARS``
+    (default 60) characters: a segment's "activations" take ``len(segment) / CUDA_OOM_CHARS`` of
+    the GPU memory that was free after load, times 1.2, so a segment over the limit asks for more
+    than the card has and the worker's retry with halved segments fits."""
+
+    def load(self, device: str, fp16: bool) -> dict:
+        import torch
+
+        facts = super().load(device, fp16)
+        free_bytes, _ = torch.cuda.mem_get_info(self._block.device)
+        self._bytes_per_char = int(1.2 * free_bytes / int(os.environ.get("CUDA_OOM_CHARS", "60")))
+        return facts
+
+    def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:
+        import torch
+
+        activations = torch.empty(len(request.text) * self._bytes_per_char, dtype=torch.uint8,
+                                  device=self._block.device)
+        try:
+            return super().synthesize(request)
+        finally:
+            del activations
+

@@ -63,3 +63,33 @@ def test_admission_reads_free_gpu_memory():
     read = available_memory(lambda: {"device": "cuda:0", "memory": {}}, NVML.read, 0.10)
     free = read()
     assert 0 < free <= gpu.total_bytes - gpu.used_bytes
+
+
+def test_real_cuda_out_of_memory_is_retried_in_smaller_segments_and_the_worker_stays(monkeypatch):
+    """A segment that asks for more than the card has raises torch.OutOfMemoryError in the worker;
+    the retry with halved segments fits, the memory goes back after the request, and a request
+    that does not fit after the retry either gets a clear message without ending the worker."""
+    from cosyvoice_ui.engines.base import SynthesisRequest
+    from cosyvoice_ui.errors import SynthesisFailed
+
+    monkeypatch.setenv("CUDA_ALLOC_MB", "256")
+    monkeypatch.setenv("CUDA_OOM_CHARS", "60")
+    sup = Supervisor("tests.fault_engines:CudaOomEngine", "cuda", True).start()
+    try:
+        assert sup.wait_ready(180), sup.status()
+        pid = sup.worker_pid
+        text = "A sentence long enough to run out of memory, with a clause, and one more clause."
+        assert len(text) > 60
+        output, stats = sup.synthesize(SynthesisRequest(text=text, segments=(text,)))
+        assert any("retried with segments of at most" in n for n in output.notes), output.notes
+        assert stats.segments >= 2 and stats.pid == pid and len(output.audio) > 0
+        assert stats.peak_allocated_bytes > 60 * 2**30  # the retried halves really took the card's memory
+        time.sleep(1)
+        assert _pid_bytes(pid) < 4 * 2**30, "the activations of the request were not given back"
+        # 130 characters: the retry's 65-character halves still ask for 1.3 times the free memory.
+        with pytest.raises(SynthesisFailed, match="again when retried"):
+            sup.synthesize(SynthesisRequest(text="y" * 130, segments=("y" * 130,)), timeout_s=120)
+        output, stats = sup.synthesize(SynthesisRequest(text="a short request afterwards"))
+        assert stats.pid == pid and len(output.audio) > 0
+    finally:
+        sup.stop()
