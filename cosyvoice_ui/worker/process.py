@@ -346,6 +346,11 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
                 abandoned=lambda request_id=command.request_id: request_id in abandoned_ids)
             synthesis_s = time.perf_counter() - t_start
             peak_alloc, peak_reserved, peak_rss = memory.end_request()
+            if retry_notes:
+                # The retry's blocks were sized near what the card had free; left in the caching
+                # allocator, NVML shows them held by the worker to everyone else on the GPU (an H200
+                # run kept 81 GiB after such a request: tests/gpu/test_cuda_worker.py).
+                _free_caches()
             output = SynthesisOutput(audio=np.zeros(0, dtype=np.float32), sample_rate_hz=summary.sample_rate_hz,
                                      notes=summary.notes + retry_notes, details=summary.details)
             audio_s = summary.samples / summary.sample_rate_hz if summary.sample_rate_hz else 0.0
@@ -374,6 +379,7 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
         except BaseException as e:  # noqa: BLE001 - a request must never take the worker down
             memory.end_request()
             if _is_out_of_memory(e):
+                _free_caches()
                 reply = msg.Failed(request_id=command.request_id, kind="out_of_memory",
                                    message=f"Out of memory while synthesizing: {e}")
             else:
