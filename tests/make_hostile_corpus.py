@@ -290,11 +290,13 @@ def _glitch(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return y, sr
 
 
-def _loud_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
-    y = x.astype(np.float32).copy()
-    n = len(y) // 10
-    y[:n] = 1e6 * np.sin(2 * np.pi * 1000 * np.arange(n) / sr)
-    return y, sr
+def _loud_burst(share: float):
+    def t(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+        y = x.astype(np.float32).copy()
+        n = int(len(y) * share)
+        y[:n] = 1e6 * np.sin(2 * np.pi * 1000 * np.arange(n) / sr)
+        return y, sr
+    return t
 
 
 def _beep_before(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
@@ -306,6 +308,11 @@ def _hum_over(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     hum = 2 * np.max(np.abs(x)) * np.sin(2 * np.pi * 50 * np.arange(len(x)) / sr)
     y = x + hum
     return (y / np.max(np.abs(y)) * 0.9).astype(np.float32), sr
+
+
+def _two_tone_alarm(sr: int = 24000) -> np.ndarray:
+    t = np.arange(int(0.5 * sr)) / sr
+    return np.concatenate([0.3 * np.sin(2 * np.pi * hz * t) for _ in range(4) for hz in (400, 500)]).astype(np.float32)
 
 
 def _tile(seconds: float):
@@ -402,9 +409,13 @@ CASES: tuple[Case, ...] = (
     Case("glitch_burst", "glitch.wav", True, ("glitch",),
          "speech with 100 samples at 1e6 (scaling by them left 0.12 s above the silence threshold)",
          _speech_wav(_glitch, subtype="FLOAT", prompt="xtts_female.wav")),
-    Case("loud_burst_then_speech", "burst.wav", False, ("scaled down", "past full scale"),
-         "the first 10 % a tone at 1e6, then speech: scaled with the burst, the speech is too quiet; the refusal "
-         "blamed the recording alone", _speech_wav(_loud_burst, subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("loud_burst_then_speech", "burst.wav", True, ("loud burst", "clipped"),
+         "the first 10 % a tone at 1e6, then speech (the file was scaled by the burst, the speech into silence)",
+         _speech_wav(_loud_burst(0.10), subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("loud_burst_most_of_it", "burst40.wav", False, ("scaled down", "past full scale"),
+         "the first 40 % a tone at 1e6, then speech: the burst is the file's level, the speech too quiet after "
+         "scaling; the refusal blamed the recording alone",
+         _speech_wav(_loud_burst(0.40), subtype="FLOAT", prompt="xtts_female.wav")),
     Case("beep_then_speech", "voicemail.wav", True, (),
          "a 0.5 s 1 kHz beep, 0.3 s of silence, then speech (refused as 'one steady tone' by a whole-clip measure)",
          _speech_wav(_beep_before, prompt="cv_zero_shot_prompt.wav")),
@@ -451,6 +462,9 @@ CASES: tuple[Case, ...] = (
          _wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(4 * 24000) / 24000)).astype(np.float32), 24000)),
     Case("hum_over_speech", "hum_over_speech.wav", False, ("steady tone", "50 Hz", "hum"),
          "speech under a 50 Hz hum twice as loud as the speech's peak", _speech_wav(_hum_over)),
+    Case("two_tone_alarm", "alarm.wav", False, ("steady tones", "400 and 500 Hz"),
+         "a siren alternating 400 and 500 Hz every 0.5 s (refused as 'about 450 Hz', a tone it does not hold)",
+         _wav(_two_tone_alarm(), 24000)),
     Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",
          _wav((0.3 * np.sin(2 * np.pi * 1000 * np.arange(4 * 24000) / 24000)
                + _rng().normal(0, 0.01, 4 * 24000)).astype(np.float32), 24000)),

@@ -39,7 +39,10 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
-_GLITCH_FRACTION = 0.001  # up to this share of samples past full scale are clipped instead
+# A 50 ms frame whose peak is over this many times the typical loud frame's (the 75th percentile
+# of frame peaks) is a glitch or a burst, not the speech: clipped, never the scale of the file.
+_BURST_FRAME_S = 0.05
+_BURST_RATIO = 10.0
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
 _TONE_SHARE = 0.7  # see _steady_tone_hz
@@ -273,9 +276,11 @@ def _check_sample_rate(sr: int) -> None:
         )
 
 
-def _steady_tone_hz(samples: np.ndarray, sample_rate_hz: int) -> float | None:
-    """The frequency of a steady tone that holds most of the power in nearly every audible
-    half second, else ``None``.
+def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
+    """The frequencies (Hz, ascending) of the steady tones that hold most of the power in nearly
+    every audible half second, else ``()``. An alarm that alternates two tones gives both: each
+    frequency that is the peak of at least a fifth of the tonal windows (the median of its windows)
+    is listed, up to three; their median was a frequency the file does not hold.
 
     Per 0.5 s window (Hann) within 30 dB of the loudest one, the share of power within 10 Hz of
     the window's spectral peak: above 0.7 the window counts as tonal. In the real prompts at most
@@ -301,8 +306,33 @@ def _steady_tone_hz(samples: np.ndarray, sample_rate_hz: int) -> float | None:
             tonal += 1
             peaks.append(peak_hz)
     if not audible or tonal < _TONE_WINDOWS * audible:
-        return None
-    return float(np.median(peaks))
+        return ()
+    groups: list[list[float]] = []  # peaks within one band of each other belong to one tone
+    for hz in sorted(peaks):
+        if groups and hz - groups[-1][-1] <= _TONE_BAND_HZ:
+            groups[-1].append(hz)
+        else:
+            groups.append([hz])
+    common = sorted((g for g in groups if len(g) >= 0.2 * len(peaks)), key=len, reverse=True)[:3]
+    return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
+
+
+def _loudest_frame_not_a_burst(magnitude: np.ndarray, sample_rate_hz: int) -> tuple[float, int]:
+    """``(peak, bursts)``: the highest peak of the 50 ms frames that are not bursts, and how many
+    frames are bursts (peak over :data:`_BURST_RATIO` times the 75th percentile of frame peaks).
+
+    Args:
+        magnitude: ``abs`` of the samples, shape ``(frames, channels)``, any float dtype.
+    """
+    n = max(1, int(_BURST_FRAME_S * sample_rate_hz))
+    per_sample = magnitude.max(axis=1)
+    count = -(-len(per_sample) // n)
+    padded = np.zeros(count * n, dtype=per_sample.dtype)
+    padded[:len(per_sample)] = per_sample
+    frame_peaks = padded.reshape(count, n).max(axis=1)
+    typical = float(np.percentile(frame_peaks, 75))
+    speech = frame_peaks[frame_peaks <= _BURST_RATIO * typical]
+    return float(speech.max()), int(count - len(speech))
 
 
 def _load_prompt_audio(path: str) -> PromptAudio:
@@ -320,24 +350,25 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     magnitude = np.abs(data)
     peak = float(np.max(magnitude))
     if peak > _OVER_FULL_SCALE:
-        over = int(np.count_nonzero(magnitude > _OVER_FULL_SCALE))
-        if over <= _GLITCH_FRACTION * magnitude.size:
-            # A few samples far out (a glitch): scaling the whole file by them pushed the speech
-            # under the silence threshold ("only 0.12 s of sound"; twenty-fifth newcomer session).
-            data = np.clip(data, -1.0, 1.0)
-            notes.append(f"{over} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a "
-                         "glitch in the file); they were clipped.")
-        else:
-            # Float files can hold any value; far past 1 (a wrong scale: x1e30 in a newcomer's file)
-            # the power sums overflowed and the prompt was refused as having "no voiced speech".
-            data = data * (0.99 / peak)
-            # A loud part (a burst over 0.1 % of the file) scales the speech with it, maybe into
-            # silence; the refusal blamed the recording (twenty-sixth newcomer session).
-            scaled_hint = (f" The file was scaled down {peak:.3g} times because some of its samples went that far "
+        # Float files can hold any value. Far past 1 the power sums overflowed (a file written at
+        # the wrong scale, x1e30, was refused as "no voiced speech"), so such a file is scaled to
+        # full scale -- by its loudest frame that is not a burst: scaling by a glitch or a loud
+        # burst pushed the speech into silence (twenty-fifth and twenty-sixth newcomer sessions).
+        loudest_speech, bursts = _loudest_frame_not_a_burst(magnitude, sr)
+        if loudest_speech > _OVER_FULL_SCALE:
+            data = data * (0.99 / loudest_speech)
+            scaled_hint = (f" The file was scaled down {loudest_speech:.3g} times because its samples went that far "
                            "past full scale, which may have made the speech too quiet: export the recording "
                            "again (16-bit WAV or FLAC).")
-            notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
-                         "wrong scale, or clipped); it was scaled down to fit.")
+            notes.append(f"The prompt's samples went up to {loudest_speech:.3g} times full scale (a float file written "
+                         "at the wrong scale, or clipped); it was scaled down to fit.")
+        if bursts:
+            over = int(np.count_nonzero(np.abs(data) > _OVER_FULL_SCALE))
+            data = np.clip(data, -1.0, 1.0)
+            notes.append(f"{over} sample(s) of the prompt went far past full scale in {bursts * _BURST_FRAME_S:.2f} s "
+                         f"of it (up to {peak:.3g} times: a glitch or a loud burst in the file); they were clipped.")
+        else:
+            data = np.clip(data, -1.0, 1.0)  # rounding of the scale may leave a sample a hair over
     data = data.astype(np.float32, copy=False)
     clipped = float(np.mean(np.abs(data) >= 0.999))
     # A DC offset is not sound: without removing it a file of constant value passes as loud, and
@@ -376,10 +407,12 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             f"The prompt audio is {seconds:.1f} s long after trimming silence; at most {MAX_PROMPT_S:.0f} s is "
             "accepted. Cut a clean 3-10 s stretch of speech."
         )
-    tone_hz = _steady_tone_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
-    if tone_hz is not None:
-        raise InputError(f"The prompt audio is one steady tone (about {tone_hz:.0f} Hz) almost throughout: a test "
-                         "tone, a beep or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
+    tones_hz = _steady_tones_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
+    if tones_hz:
+        what = (f"one steady tone (about {tones_hz[0]:.0f} Hz)" if len(tones_hz) == 1 else
+                "steady tones (about " + ", ".join(f"{hz:.0f}" for hz in tones_hz[:-1]) + f" and {tones_hz[-1]:.0f} Hz)")
+        raise InputError(f"The prompt audio is {what} almost throughout: a test "
+                         "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
                          "hum louder than itself: filter the hum out first)." + scaled_hint)
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
