@@ -105,6 +105,14 @@ def test_control_markers_typed_by_a_user_never_reach_the_model(tmp_path, calls_l
     assert any("Removed control markers" in n for n in out.notes)
 
 
+def test_a_fraction_reaches_the_model_with_an_ascii_slash(tmp_path, calls_log, prompt):
+    from cosyvoice_ui.inputs.text import clean_text
+
+    e, _ = engine(tmp_path)
+    e.synthesize(SynthesisRequest(text=clean_text("Add 1½ cups, then ¾ more."), prompt=prompt[0]))
+    assert "Add 1 1/2 cups, then 3/4 more." in last_call(calls_log)["tts_text"]
+
+
 def test_text_of_only_markers_is_refused(tmp_path, calls_log, prompt):
     e, _ = engine(tmp_path)
     with pytest.raises(ValueError, match="Nothing is left to say"):

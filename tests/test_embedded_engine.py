@@ -159,6 +159,23 @@ def test_onnx_backend_reports_no_seed(engine):
     assert seed is None
 
 
+def test_powers_and_fractions_are_read_as_such(engine):
+    """clean_text marks them (10^5, 1 1⁄2); espeak-ng read "1/2" as "one slash two", skipped the
+    fraction slash and read the joined "11⁄2" as "eleven two"."""
+    from cosyvoice_ui.engines.embedded.engine import read_powers_and_fractions
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def spoken(text: str) -> str:
+        return " ".join("".join(s) for s in engine._voice.phonemize(read_powers_and_fractions(clean_text(text))))
+
+    assert spoken("1½ cups") == spoken("one and one half cups")
+    assert spoken("¾ of it") == spoken("three quarters of it")
+    assert spoken("10⁵ stars") == spoken("ten to the power of five stars")
+    assert spoken("x² and y³") == spoken("x squared and y cubed")
+    assert spoken("24/7") == spoken("24/7")  # a plain slash is not a fraction
+    assert "ɪlˈɛvən" not in spoken("1½")
+
+
 def test_every_digit_of_a_long_number_is_spoken(engine):
     """espeak-ng says at most about 44 digits of one run, and its number names lose digits from
     21 digits on: 200 "1"s gave 4.5 s of audio, like 40 of them (twenty-third newcomer session)."""

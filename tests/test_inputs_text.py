@@ -1,7 +1,7 @@
 import pytest
 
 from cosyvoice_ui.errors import InputError
-from cosyvoice_ui.inputs.text import detect_languages, validate_text
+from cosyvoice_ui.inputs.text import clean_text, detect_languages, validate_text
 
 
 def test_plain_english_passes_and_is_cleaned():
@@ -117,6 +117,19 @@ def test_letter_like_signs_are_not_a_script():
 def test_a_stray_greek_letter_in_a_formula_is_english(text):
     assert validate_text(text, 200, ("en",))
     assert validate_text("Room ١٢٣ is on the left.", 200, ("en",))  # Arabic-Indic digits are digits
+
+
+@pytest.mark.parametrize("typed, cleaned", [
+    # NFKC joined a superscript or fraction to the number before it: "1½" became "11⁄2", read
+    # "eleven two"; "10⁵" became "105" (twenty-sixth newcomer session).
+    ("1½ cups", "1 1\u20442 cups"), ("1⅞ miles", "1 7\u20448 miles"), ("¾", "3\u20444"),
+    ("10⁵ stars", "10^5 stars"), ("x² + y²", "x^2 + y^2"), ("5 km³", "5 km^3"), ("10⁻³ s", "10^-3 s"),
+    ("E = mc²", "E = mc^2"),
+    ("the note¹ here", "the note here"),  # after a word: a footnote marker, not read
+    ("H₂O", "H2O"), ("³", "3"),
+])
+def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):
+    assert clean_text(typed) == cleaned
 
 
 def test_a_pile_of_combining_marks_is_refused_by_name():

@@ -80,15 +80,43 @@ _CJK_PUNCTUATION = "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60\u2026"
 _NOT_CJK_PUNCTUATION = re.compile(f"[^{_CJK_PUNCTUATION}]+")
 
 
+# Superscript digits (with their sign) and the fraction characters; NFKC makes them plain digits
+# and joins them to the number before: "10⁵" became "105", "1½" "11⁄2" ("eleven two";
+# twenty-sixth newcomer session).
+_SUPERSCRIPT_RUN = re.compile(r"([^\W\u00b2\u00b3\u00b9\u2070-\u2079]*)([\u207a\u207b]?[\u00b2\u00b3\u00b9\u2070\u2074-\u2079]+)")
+_POWER_BASE_MAX_LETTERS = 3  # x², m², km³ are powers; "word¹" is a footnote marker
+
+
+def _mark_powers_and_fractions(text: str) -> str:
+    """Write a superscript after a number or a short symbol (``10⁵``, ``x²``, ``km³``) as a power,
+    ``10^5``; drop one after a longer word (``word¹``: a footnote marker, not read aloud); put a
+    space between a number and the fraction character after it (``1½`` -> ``1 ½``), which NFKC
+    then writes as ``1⁄2`` with U+2044 FRACTION SLASH. Engines read ``^`` and ``⁄`` in their
+    language (the embedded engine: "10 to the power of 5", "1 and 1 half")."""
+    def power(m: re.Match) -> str:
+        base, sup = m.group(1), unicodedata.normalize("NFKC", m.group(2)).replace("\u2212", "-")
+        if not base:
+            return sup
+        if base[-1].isdigit() or len(base) <= _POWER_BASE_MAX_LETTERS:
+            return f"{base}^{sup}"
+        return base
+
+    text = _SUPERSCRIPT_RUN.sub(power, text)
+    return "".join(f" {ch}" if i and text[i - 1].isdigit() and unicodedata.decomposition(ch).startswith("<fraction>")
+                   else ch for i, ch in enumerate(text))
+
+
 def clean_text(text: str) -> str:
-    """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``,
-    ``²`` becomes ``2``), write the digits and numerals of every script as ASCII numbers
-    (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
+    """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``),
+    with superscripts written as powers and fractions kept apart from the number before them
+    (:func:`_mark_powers_and_fractions`: ``10⁵`` -> ``10^5``, ``1½`` -> ``1 1⁄2``), write the
+    digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, turn line breaks and tabs into spaces, drop other control
     characters (NUL, bidi overrides) and collapse runs of spaces.
 
     In text with Chinese, Japanese or Korean letters, full-width punctuation (``，。！？``) is
     kept as typed; elsewhere it becomes ASCII (``ｈｅｌｌｏ！`` -> ``hello!``)."""
+    text = _mark_powers_and_fractions(text)
     if any(_script_of(ch) in ("zh", "ja", "ko") for ch in text):
         text = _NOT_CJK_PUNCTUATION.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
     else:

@@ -91,6 +91,9 @@ def plan_call(version: int, text: str, *, has_prompt: bool, prompt_text: str = "
             notes.append(f"Removed control markers from the {name}: {', '.join(sorted(set(removed)))} "
                          "(they would switch off text normalization or break the prompt format).")
     text, prompt_text, instruction = cleaned["text"].strip(), cleaned["prompt text"].strip(), cleaned["instruction"].strip()
+    # clean_text writes a fraction character as "1⁄2" with U+2044; text normalizers such as
+    # CosyVoice's read the ASCII "1/2" as a fraction.
+    text, prompt_text, instruction = (t.replace("\u2044", "/") for t in (text, prompt_text, instruction))
     if not text:
         raise ValueError("Nothing is left to say after removing <|...|> control markers. Type the words to speak.")
     v3 = version >= 3

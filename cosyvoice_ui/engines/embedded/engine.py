@@ -97,7 +97,7 @@ class EmbeddedEngine(Engine):
         p = parsed.prosody
         length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
         t0 = time.perf_counter()
-        sentences = [s for s in self._voice.phonemize(spell_long_digit_runs(request.text)) if s]
+        sentences = [s for s in self._voice.phonemize(spell_long_digit_runs(read_powers_and_fractions(request.text))) if s]
         if not sentences:
             raise ValueError("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -171,6 +171,32 @@ def spell_long_digit_runs(text: str) -> str:
     ("1234567890123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3"); shorter numbers are left to espeak-ng,
     which reads them as amounts."""
     return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group()), text)
+
+
+_DENOMINATORS = {2: ("half", "halves"), 3: ("third", "thirds"), 4: ("quarter", "quarters"),
+                 5: ("fifth", "fifths"), 6: ("sixth", "sixths"), 7: ("seventh", "sevenths"),
+                 8: ("eighth", "eighths"), 9: ("ninth", "ninths"), 10: ("tenth", "tenths")}
+_MIXED_OR_FRACTION = re.compile(r"(?:(\d+) )?(\d+)\u2044(\d+)")
+_POWER = re.compile(r"(?<=\S)\^([+-]?\d+)")
+
+
+def read_powers_and_fractions(text: str) -> str:
+    """``text`` with the powers and fractions that :func:`cosyvoice_ui.inputs.text.clean_text`
+    marks written as English words, which espeak-ng reads right: ``10^5`` -> "10 to the power of
+    5", ``x^2`` -> "x squared", ``1 1⁄2`` (U+2044) -> "1 and 1 half", ``3⁄4`` -> "3 quarters";
+    a denominator over 10 is read "over". espeak-ng read ``1/2`` as "one slash two" and skipped
+    U+2044. Other ``^`` and ``/`` are left alone ("24/7", dates)."""
+    def fraction(m: re.Match) -> str:
+        whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+        words = _DENOMINATORS.get(den)
+        part = f"{num} {words[num != 1]}" if words else f"{num} over {den}"
+        return f"{whole} and {part}" if whole else part
+
+    def power(m: re.Match) -> str:
+        exponent = m.group(1).lstrip("+")
+        return {"2": " squared", "3": " cubed"}.get(exponent, f" to the power of {exponent}")
+
+    return _POWER.sub(power, _MIXED_OR_FRACTION.sub(fraction, text))
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
