@@ -134,7 +134,8 @@ class SynthesisService:
 
     def _run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream):
         try:
-            request, notes, predicted = self._admit(text, prompt_audio, prompt_text, instruction, speed, seed, speaker)
+            request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction, speed,
+                                                                  seed, speaker)
             request = dataclasses.replace(request, stream=stream)
             events: queue.Queue = queue.Queue()
             future = self.supervisor.submit(
@@ -166,7 +167,14 @@ class SynthesisService:
         finally:
             if not future.done():  # the client left: withdrawn if queued, stopped early if running
                 self.supervisor.withdraw(future)
-        output, stats = future.result()
+        try:
+            output, stats = future.result()
+        except SynthesisFailed as e:
+            if refusal_hint and "prompt audio" in str(e):
+                # The engine refused the prompt after it was scaled here; the engine's reason alone
+                # blamed the speaker (twenty-seventh newcomer session).
+                raise SynthesisFailed(f"{e} {refusal_hint}") from None
+            raise
         if restarted or stats.runs > 1:
             # restarted alone: an out-of-memory retry inside the worker (which also adds its own note).
             cause = ("the worker was replaced (it crashed, hung or was restarted)" if stats.runs > 1
@@ -191,7 +199,7 @@ class SynthesisService:
                                          text_chars=text_chars)
 
     def _admit(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker):
-        request, notes = build_request(
+        request, notes, refusal_hint = build_request(
             text, prompt_audio, prompt_text, instruction, speed, seed,
             max_text_chars=self.settings.max_text_chars, capabilities=self.capabilities,
             max_segment_chars=self.settings.max_segment_chars, speaker=speaker, speakers=self.speakers())
@@ -204,7 +212,7 @@ class SynthesisService:
                 notes.append(f"Split into segments of at most {decision.resplit_to_chars} characters so the "
                              f"request fits in free memory (about {predicted / 2**20:,.0f} MiB needed, "
                              f"{decision.available_bytes / 2**20:,.0f} MiB available).")
-        return request, notes, predicted
+        return request, notes, predicted, refusal_hint
 
     def _result(self, request, notes: list[str], predicted: int | None, output: SynthesisOutput,
                 stats: RequestStats) -> dict:

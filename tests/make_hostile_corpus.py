@@ -299,6 +299,22 @@ def _loud_burst(share: float):
     return t
 
 
+def _quiet_with_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    y = (0.01 * x / np.max(np.abs(x))).astype(np.float32)
+    start = int(5.0 * sr)
+    y[start:start + int(0.05 * sr)] = 50 * _rng().uniform(-1, 1, int(0.05 * sr))
+    return y, sr
+
+
+def _noise_burst(share: float, level: float):
+    def t(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+        y = x.astype(np.float32).copy()
+        start, n = sr, int(len(y) * share)
+        y[start:start + n] = level * _rng().uniform(-1, 1, n)
+        return y, sr
+    return t
+
+
 def _beep_before(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     beep = 0.9 * np.sin(2 * np.pi * 1000 * np.arange(int(0.5 * sr)) / sr)
     return np.concatenate([beep, np.zeros(int(0.3 * sr)), x]).astype(np.float32), sr
@@ -310,9 +326,15 @@ def _hum_over(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return (y / np.max(np.abs(y)) * 0.9).astype(np.float32), sr
 
 
-def _two_tone_alarm(sr: int = 24000) -> np.ndarray:
-    t = np.arange(int(0.5 * sr)) / sr
-    return np.concatenate([0.3 * np.sin(2 * np.pi * hz * t) for _ in range(4) for hz in (400, 500)]).astype(np.float32)
+def _two_tone_alarm(period_s: float = 0.5, sr: int = 24000) -> np.ndarray:
+    t = np.arange(4 * sr) / sr
+    hz = np.where((t // period_s).astype(int) % 2 == 0, 400.0, 500.0)
+    return (0.3 * np.sin(2 * np.pi * np.cumsum(hz) / sr)).astype(np.float32)
+
+
+def _busy_signal(sr: int = 24000) -> np.ndarray:
+    t = np.arange(4 * sr) / sr
+    return ((0.2 * np.sin(2 * np.pi * 480 * t) + 0.2 * np.sin(2 * np.pi * 620 * t)) * ((t % 1.0) < 0.5)).astype(np.float32)
 
 
 def _tile(seconds: float):
@@ -409,9 +431,17 @@ CASES: tuple[Case, ...] = (
     Case("glitch_burst", "glitch.wav", True, ("glitch",),
          "speech with 100 samples at 1e6 (scaling by them left 0.12 s above the silence threshold)",
          _speech_wav(_glitch, subtype="FLOAT", prompt="xtts_female.wav")),
-    Case("loud_burst_then_speech", "burst.wav", True, ("loud burst", "clipped"),
+    Case("loud_burst_then_speech", "burst.wav", True, ("loud burst", "silenced"),
          "the first 10 % a tone at 1e6, then speech (the file was scaled by the burst, the speech into silence)",
          _speech_wav(_loud_burst(0.10), subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("quiet_speech_and_a_burst", "quiet_burst.wav", True, ("loud burst", "silenced"),
+         "speech at -40 dBFS with 50 ms of noise at 50 times full scale (clipped, the burst set the level "
+         "silence trimming measured from, and the speech was trimmed away)",
+         _speech_wav(_quiet_with_burst, subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("noise_burst_a_third", "burst35.wav", False, ("voiced speech", "scaled down"),
+         "speech with 35 % of it noise at 100 times full scale: the burst sets the scale, and the engine's "
+         "refusal ('almost no voiced speech') did not say the file had been scaled (twenty-seventh)",
+         _speech_wav(_noise_burst(0.35, 100.0), subtype="FLOAT", prompt="xtts_female.wav")),
     Case("loud_burst_most_of_it", "burst40.wav", False, ("scaled down", "past full scale"),
          "the first 40 % a tone at 1e6, then speech: the burst is the file's level, the speech too quiet after "
          "scaling; the refusal blamed the recording alone",
@@ -465,6 +495,11 @@ CASES: tuple[Case, ...] = (
     Case("two_tone_alarm", "alarm.wav", False, ("steady tones", "400 and 500 Hz"),
          "a siren alternating 400 and 500 Hz every 0.5 s (refused as 'about 450 Hz', a tone it does not hold)",
          _wav(_two_tone_alarm(), 24000)),
+    Case("fast_two_tone_alarm", "siren.wav", False, ("steady tones", "400 and 500 Hz"),
+         "400 and 500 Hz switching every 0.25 s: both in every half second, so the one-peak measure let it "
+         "through as a voice (twenty-seventh newcomer session)", _wav(_two_tone_alarm(0.25), 24000)),
+    Case("busy_signal", "busy.wav", False, ("steady tones", "480 and 620 Hz"),
+         "a US busy signal, 480 + 620 Hz at once, 0.5 s on and 0.5 s off (accepted as a voice)", _wav(_busy_signal(), 24000)),
     Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",
          _wav((0.3 * np.sin(2 * np.pi * 1000 * np.arange(4 * 24000) / 24000)
                + _rng().normal(0, 0.01, 4 * 24000)).astype(np.float32), 24000)),

@@ -40,12 +40,14 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
 # A 50 ms frame whose peak is over this many times the typical loud frame's (the 75th percentile
-# of frame peaks) is a glitch or a burst, not the speech: clipped, never the scale of the file.
+# of frame peaks) and past full scale is a glitch or a burst, not the speech: silenced, never the
+# scale of the file.
 _BURST_FRAME_S = 0.05
 _BURST_RATIO = 10.0
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
-_TONE_SHARE = 0.7  # see _steady_tone_hz
+_TONE_SHARE = 0.7  # see _steady_tones_hz
+_TWO_TONE_SHARE = 0.8
 _TONE_WINDOWS = 0.8
 # Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
@@ -63,6 +65,8 @@ class PromptAudio:
         trimmed_s: seconds of leading plus trailing silence removed.
         notes: hints for the user (short prompt, clipping) that did not stop the request.
         sha1: digest of the samples, so the worker can cache its analysis of a prompt.
+        refusal_hint: a sentence for a later refusal of the prompt (by the engine) that a change
+            made here may have caused ("" when nothing was changed that could).
     """
 
     samples: np.ndarray
@@ -72,6 +76,7 @@ class PromptAudio:
     trimmed_s: float
     notes: tuple[str, ...]
     sha1: str
+    refusal_hint: str = ""
 
     @property
     def seconds(self) -> float:
@@ -279,19 +284,22 @@ def _check_sample_rate(sr: int) -> None:
 def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
     """The frequencies (Hz, ascending) of the steady tones that hold most of the power in nearly
     every audible half second, else ``()``. An alarm that alternates two tones gives both: each
-    frequency that is the peak of at least a fifth of the tonal windows (the median of its windows)
+    frequency that is a peak in at least a fifth of the tonal windows (the median of its windows)
     is listed, up to three; their median was a frequency the file does not hold.
 
-    Per 0.5 s window (Hann) within 30 dB of the loudest one, the share of power within 10 Hz of
-    the window's spectral peak: above 0.7 the window counts as tonal. In the real prompts at most
-    17 % of the windows are tonal (xtts_calm_female.wav; single windows reach a share of 0.89); a
-    sine, a sine under hiss, and speech under a hum louder than itself, 100 %. A beep before the
-    speech (14 % here) passes: the whole-clip measure refused it (twenty-fourth newcomer session).
-    Measured with a throwaway script on ``../shared/prompts`` (seventh session)."""
+    Per 0.5 s window (Hann) within 30 dB of the loudest one: the window is tonal when over 0.7 of
+    its power lies within 10 Hz of its spectral peak, or over 0.8 within 10 Hz of its two highest
+    peaks (a two-tone alarm switching every 0.25 s or faster, or a busy signal's two tones at
+    once: the one-peak measure gave them 0 %; twenty-seventh newcomer session). In the real
+    prompts at most 17 % of the windows pass the first test and 28 % the second (xtts_calm_female.wav);
+    a sine, a sine under hiss, two-tone alarms and speech under a hum louder than itself, 100 %. A
+    beep before the speech (14 % here) passes: the whole-clip measure refused it (twenty-fourth
+    newcomer session). Measured with throwaway scripts on ``../shared/prompts`` (seventh and
+    eighth sessions). A square-wave alarm (its fundamentals hold 0.77) is not caught."""
     n = int(_TONE_WINDOW_S * sample_rate_hz)
     frames = [samples[i:i + n].astype(np.float64) for i in range(0, len(samples) - n + 1, n)]
     if not frames:
-        return None
+        return ()
     rms = np.array([np.sqrt(np.mean(f ** 2)) for f in frames])
     window = np.hanning(n)
     freqs = np.fft.rfftfreq(n, 1.0 / sample_rate_hz)
@@ -301,10 +309,18 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             continue
         audible += 1
         power = np.abs(np.fft.rfft(frame * window)) ** 2
-        peak_hz = float(freqs[int(np.argmax(power))])
-        if float(power[np.abs(freqs - peak_hz) <= _TONE_BAND_HZ].sum()) > _TONE_SHARE * float(power.sum()):
+        total = float(power.sum())
+        found = []  # (Hz, share of the window's power within the band around it)
+        for _ in range(2):
+            peak_hz = float(freqs[int(np.argmax(power))])
+            band = np.abs(freqs - peak_hz) <= _TONE_BAND_HZ
+            found.append((peak_hz, float(power[band].sum()) / total))
+            power[band] = 0.0
+        if found[0][1] > _TONE_SHARE or found[0][1] + found[1][1] > _TWO_TONE_SHARE:
             tonal += 1
-            peaks.append(peak_hz)
+            peaks.append(found[0][0])
+            if found[1][1] > 0.25:  # a second tone, not the first one's leakage
+                peaks.append(found[1][0])
     if not audible or tonal < _TONE_WINDOWS * audible:
         return ()
     groups: list[list[float]] = []  # peaks within one band of each other belong to one tone
@@ -313,13 +329,14 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             groups[-1].append(hz)
         else:
             groups.append([hz])
-    common = sorted((g for g in groups if len(g) >= 0.2 * len(peaks)), key=len, reverse=True)[:3]
+    common = sorted((g for g in groups if len(g) >= 0.2 * tonal), key=len, reverse=True)[:3]
     return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
 
 
-def _loudest_frame_not_a_burst(magnitude: np.ndarray, sample_rate_hz: int) -> tuple[float, int]:
-    """``(peak, bursts)``: the highest peak of the 50 ms frames that are not bursts, and how many
-    frames are bursts (peak over :data:`_BURST_RATIO` times the 75th percentile of frame peaks).
+def _bursts(magnitude: np.ndarray, sample_rate_hz: int) -> tuple[float, np.ndarray]:
+    """``(peak, mask)``: the highest peak of the 50 ms frames that are not bursts, and a boolean
+    mask over the samples of the burst frames: frames past full scale whose peak is over
+    :data:`_BURST_RATIO` times the 75th percentile of frame peaks.
 
     Args:
         magnitude: ``abs`` of the samples, shape ``(frames, channels)``, any float dtype.
@@ -331,8 +348,9 @@ def _loudest_frame_not_a_burst(magnitude: np.ndarray, sample_rate_hz: int) -> tu
     padded[:len(per_sample)] = per_sample
     frame_peaks = padded.reshape(count, n).max(axis=1)
     typical = float(np.percentile(frame_peaks, 75))
-    speech = frame_peaks[frame_peaks <= _BURST_RATIO * typical]
-    return float(speech.max()), int(count - len(speech))
+    burst = (frame_peaks > _BURST_RATIO * typical) & (frame_peaks > _OVER_FULL_SCALE)
+    rest = frame_peaks[~burst]
+    return float(rest.max()) if rest.size else 0.0, np.repeat(burst, n)[:len(per_sample)]
 
 
 def _load_prompt_audio(path: str) -> PromptAudio:
@@ -354,7 +372,13 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         # the wrong scale, x1e30, was refused as "no voiced speech"), so such a file is scaled to
         # full scale -- by its loudest frame that is not a burst: scaling by a glitch or a loud
         # burst pushed the speech into silence (twenty-fifth and twenty-sixth newcomer sessions).
-        loudest_speech, bursts = _loudest_frame_not_a_burst(magnitude, sr)
+        loudest_speech, burst = _bursts(magnitude, sr)
+        if burst.any():
+            # Silenced, not clipped: a clipped burst at full scale set the level that silence
+            # trimming measures from, and quiet speech beside it was trimmed away (twenty-seventh).
+            data = np.where(burst[:, None], 0.0, data)
+            notes.append(f"{burst.sum() / sr:.2f} s of the prompt went far past full scale (up to {peak:.3g} times: "
+                         "a glitch or a loud burst in the file); it was silenced.")
         if loudest_speech > _OVER_FULL_SCALE:
             data = data * (0.99 / loudest_speech)
             scaled_hint = (f" The file was scaled down {loudest_speech:.3g} times because its samples went that far "
@@ -362,13 +386,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
                            "again (16-bit WAV or FLAC).")
             notes.append(f"The prompt's samples went up to {loudest_speech:.3g} times full scale (a float file written "
                          "at the wrong scale, or clipped); it was scaled down to fit.")
-        if bursts:
-            over = int(np.count_nonzero(np.abs(data) > _OVER_FULL_SCALE))
-            data = np.clip(data, -1.0, 1.0)
-            notes.append(f"{over} sample(s) of the prompt went far past full scale in {bursts * _BURST_FRAME_S:.2f} s "
-                         f"of it (up to {peak:.3g} times: a glitch or a loud burst in the file); they were clipped.")
-        else:
-            data = np.clip(data, -1.0, 1.0)  # rounding of the scale may leave a sample a hair over
+        data = np.clip(data, -1.0, 1.0)  # rounding of the scale may leave a sample a hair over
     data = data.astype(np.float32, copy=False)
     clipped = float(np.mean(np.abs(data) >= 0.999))
     # A DC offset is not sound: without removing it a file of constant value passes as loud, and
@@ -427,4 +445,5 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         trimmed_s=round(raw_seconds - seconds, 3),
         notes=tuple(notes),
         sha1=hashlib.sha1(trimmed.tobytes()).hexdigest(),
+        refusal_hint=scaled_hint.strip(),
     )

@@ -49,7 +49,8 @@ def build_request(
         speakers: the running model's pretrained speakers.
 
     Returns:
-        ``(request, notes)``: notes are hints for the user (short prompt, clipping, ...).
+        ``(request, notes, refusal_hint)``: notes are hints for the user (short prompt, clipping,
+        ...); refusal_hint is the prompt audio's :attr:`~.prompt_audio.PromptAudio.refusal_hint`.
 
     The values arrive as the caller sent them (the synthesize events skip Gradio's own
     preprocessing, which rounded a seed of 1.5 and turned a number sent as text into a string),
@@ -64,7 +65,7 @@ def build_request(
             raise InputError(f"The {name} must be a string (got {_shown(value)}).")
     clean = validate_text(text, max_text_chars, capabilities.languages)
     notes: list[str] = []
-    prompt = None
+    prompt, refusal_hint = None, ""
     speaker = (speaker or "").strip()
     if speaker and speaker not in speakers:
         raise InputError(f"Unknown speaker {speaker[:100]!r}; "
@@ -76,6 +77,7 @@ def build_request(
             samples, rate = resample(samples, rate, capabilities.prompt_sample_rate_hz), capabilities.prompt_sample_rate_hz
         prompt = PromptSamples(samples=samples, sample_rate_hz=rate, sha1=audio.sha1)
         notes.extend(audio.notes)
+        refusal_hint = audio.refusal_hint
     elif capabilities.prompt_audio_required and not speaker:
         raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone"
                          + (", or choose a pretrained speaker." if speakers else "."))
@@ -99,7 +101,7 @@ def build_request(
     request = SynthesisRequest(text=clean, prompt=prompt, prompt_text=prompt_text_clean,
                                instruction=instruction_clean, speed=speed_value, seed=int(seed_value),
                                segments=tuple(split_text(clean, max_segment_chars)), speaker=speaker)
-    return request, notes
+    return request, notes, refusal_hint
 
 
 def _optional_text(value: str | None, limit: int, name: str, hint: str) -> str:
