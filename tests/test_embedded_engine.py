@@ -172,7 +172,13 @@ def test_powers_and_fractions_are_read_as_such(engine):
     assert spoken("¾ of it") == spoken("three quarters of it")
     assert spoken("10⁵ stars") == spoken("ten to the power of five stars")
     assert spoken("x² and y³") == spoken("x squared and y cubed")
-    assert spoken("24/7") == spoken("24/7")  # a plain slash is not a fraction
+    assert spoken("(a+b)²") == spoken("(a+b) squared") and spoken("2ⁿ") == spoken("two to the power of n")
+    # Typed by hand, a proper fraction with a denominator up to 10 (twenty-seventh newcomer session);
+    # "24/7", "9/11" and dates are left as they are.
+    assert spoken("Add 1 1/2 cups.") == spoken("Add one and one half cups.")
+    assert spoken("3/4") == spoken("three quarters")
+    for kept in ("24/7", "9/11", "1/2/2024"):
+        assert spoken(kept) == " ".join("".join(s) for s in engine._voice.phonemize(kept))
     assert "ɪlˈɛvən" not in spoken("1½")
 
 

@@ -126,6 +126,11 @@ def test_a_stray_greek_letter_in_a_formula_is_english(text):
     ("10⁵ stars", "10^5 stars"), ("x² + y²", "x^2 + y^2"), ("5 km³", "5 km^3"), ("10⁻³ s", "10^-3 s"),
     ("E = mc²", "E = mc^2"),
     ("the note¹ here", "the note here"),  # after a word: a footnote marker, not read
+    # After punctuation a footnote marker was spoken; after ")" and as a letter, a power was not
+    # (twenty-seventh newcomer session).
+    ("Footnote here.¹ Next.", "Footnote here. Next."), ("He said “hello”¹ to me.", "He said “hello” to me."),
+    ("(see the note)¹ ok", "(see the note) ok"), ("Value (x)² here.", "Value (x)^2 here."), ("(a+b)²", "(a+b)^2"),
+    ("2ⁿ", "2^n"), ("2ⁿ⁺¹", "2^n+1"),
     ("H₂O", "H2O"), ("³", "3"),
 ])
 def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):

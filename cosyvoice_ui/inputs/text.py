@@ -80,28 +80,44 @@ _CJK_PUNCTUATION = "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60\u2026"
 _NOT_CJK_PUNCTUATION = re.compile(f"[^{_CJK_PUNCTUATION}]+")
 
 
-# Superscript digits (with their sign) and the fraction characters; NFKC makes them plain digits
-# and joins them to the number before: "10⁵" became "105", "1½" "11⁄2" ("eleven two";
+# Superscript digits and letters (with their sign) and the fraction characters; NFKC makes them
+# plain and joins them to what comes before: "10⁵" became "105", "1½" "11⁄2" ("eleven two";
 # twenty-sixth newcomer session).
-_SUPERSCRIPT_RUN = re.compile(r"([^\W\u00b2\u00b3\u00b9\u2070-\u2079]*)([\u207a\u207b]?[\u00b2\u00b3\u00b9\u2070\u2074-\u2079]+)")
+_SUPERSCRIPT_RUN = re.compile(r"[\u207a\u207b]?[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u207b\u207f]*[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u2079\u207f]")
 _POWER_BASE_MAX_LETTERS = 3  # x², m², km³ are powers; "word¹" is a footnote marker
+_CLOSING = {")": "(", "]": "["}
+
+
+def _superscript_is_a_power(before: str) -> bool | None:
+    """Whether a superscript after ``before`` is a power (``True``), a footnote marker (``False``),
+    or stands alone (``None``: after a space or at the start)."""
+    if not before or before[-1].isspace():
+        return None
+    last = before[-1]
+    if last.isdigit():
+        return True
+    if last in _CLOSING:  # (x)², (a+b)² are powers; "(see note)¹" is a footnote
+        opened = before.rfind(_CLOSING[last])
+        return opened >= 0 and not any(ch.isspace() for ch in before[opened:])
+    if last.isalpha():
+        word = re.search(r"[^\W\d_]+$", before).group()
+        return len(word) <= _POWER_BASE_MAX_LETTERS
+    return False  # after . , ; ! ? or a quote: a footnote marker (twenty-seventh newcomer session)
 
 
 def _mark_powers_and_fractions(text: str) -> str:
-    """Write a superscript after a number or a short symbol (``10⁵``, ``x²``, ``km³``) as a power,
-    ``10^5``; drop one after a longer word (``word¹``: a footnote marker, not read aloud); put a
-    space between a number and the fraction character after it (``1½`` -> ``1 ½``), which NFKC
-    then writes as ``1⁄2`` with U+2044 FRACTION SLASH. Engines read ``^`` and ``⁄`` in their
+    """Write a superscript after a number, a short symbol or a bracketed formula (``10⁵``,
+    ``x²``, ``km³``, ``(a+b)²``, ``2ⁿ``) as a power, ``10^5``; drop one after a longer word,
+    punctuation or a bracketed phrase (``word¹``, ``here.¹``: a footnote marker, not read aloud);
+    put a space between a number and the fraction character after it (``1½`` -> ``1 ½``), which
+    NFKC then writes as ``1⁄2`` with U+2044 FRACTION SLASH. Engines read ``^`` and ``⁄`` in their
     language (the embedded engine: "10 to the power of 5", "1 and 1 half")."""
-    def power(m: re.Match) -> str:
-        base, sup = m.group(1), unicodedata.normalize("NFKC", m.group(2)).replace("\u2212", "-")
-        if not base:
-            return sup
-        if base[-1].isdigit() or len(base) <= _POWER_BASE_MAX_LETTERS:
-            return f"{base}^{sup}"
-        return base
+    def superscript(m: re.Match) -> str:
+        digits = unicodedata.normalize("NFKC", m.group()).replace("\u2212", "-")
+        kind = _superscript_is_a_power(m.string[:m.start()])
+        return digits if kind is None else f"^{digits}" if kind else ""
 
-    text = _SUPERSCRIPT_RUN.sub(power, text)
+    text = _SUPERSCRIPT_RUN.sub(superscript, text)
     return "".join(f" {ch}" if i and text[i - 1].isdigit() and unicodedata.decomposition(ch).startswith("<fraction>")
                    else ch for i, ch in enumerate(text))
 

@@ -176,19 +176,24 @@ def spell_long_digit_runs(text: str) -> str:
 _DENOMINATORS = {2: ("half", "halves"), 3: ("third", "thirds"), 4: ("quarter", "quarters"),
                  5: ("fifth", "fifths"), 6: ("sixth", "sixths"), 7: ("seventh", "sevenths"),
                  8: ("eighth", "eighths"), 9: ("ninth", "ninths"), 10: ("tenth", "tenths")}
-_MIXED_OR_FRACTION = re.compile(r"(?:(\d+) )?(\d+)\u2044(\d+)")
-_POWER = re.compile(r"(?<=\S)\^([+-]?\d+)")
+# "1 1/2", "3⁄4" (U+2044, as clean_text writes a fraction character); not part of a date (1/2/2024)
+_FRACTION = re.compile(r"(?<![\d/\u2044.,])(?:(\d+) )?(\d+)([/\u2044])(\d+)(?![\d/\u2044])")
+_POWER = re.compile(r"(?<=\S)\^([+-]?(?:\d+|[A-Za-z])(?:[+-]\d+)?)(?![A-Za-z\d])")
 
 
 def read_powers_and_fractions(text: str) -> str:
-    """``text`` with the powers and fractions that :func:`cosyvoice_ui.inputs.text.clean_text`
-    marks written as English words, which espeak-ng reads right: ``10^5`` -> "10 to the power of
-    5", ``x^2`` -> "x squared", ``1 1⁄2`` (U+2044) -> "1 and 1 half", ``3⁄4`` -> "3 quarters";
-    a denominator over 10 is read "over". espeak-ng read ``1/2`` as "one slash two" and skipped
-    U+2044. Other ``^`` and ``/`` are left alone ("24/7", dates)."""
+    """``text`` with powers and fractions written as English words, which espeak-ng reads right:
+    ``10^5`` -> "10 to the power of 5", ``x^2`` -> "x squared", ``2^n`` -> "2 to the power of n",
+    ``1 1⁄2`` (U+2044, as :func:`cosyvoice_ui.inputs.text.clean_text` writes ``1½``) -> "1 and
+    1 half", ``3⁄4`` -> "3 quarters" (a denominator over 10: "over"). A typed slash is read as a
+    fraction only when the fraction is proper with a denominator of 2-10 (``1/2``, ``1 3/4``):
+    "24/7", "50/50" and dates (``1/2/2024``) are left to espeak-ng, which read ``1/2`` as "one
+    slash two" and skipped U+2044."""
     def fraction(m: re.Match) -> str:
-        whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+        whole, num, slash, den = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
         words = _DENOMINATORS.get(den)
+        if slash == "/" and not (words and num < den):
+            return m.group()
         part = f"{num} {words[num != 1]}" if words else f"{num} over {den}"
         return f"{whole} and {part}" if whole else part
 
@@ -196,7 +201,7 @@ def read_powers_and_fractions(text: str) -> str:
         exponent = m.group(1).lstrip("+")
         return {"2": " squared", "3": " cubed"}.get(exponent, f" to the power of {exponent}")
 
-    return _POWER.sub(power, _MIXED_OR_FRACTION.sub(fraction, text))
+    return _POWER.sub(power, _FRACTION.sub(fraction, text))
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
