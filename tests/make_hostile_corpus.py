@@ -306,6 +306,21 @@ def _quiet_with_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return y, sr
 
 
+def _padded_hot(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    pad = np.zeros(12 * sr, dtype=np.float32)
+    return np.concatenate([pad, 3.0 * x[:5 * sr] / np.max(np.abs(x[:5 * sr])), pad]).astype(np.float32), sr
+
+
+def _speech_then_tone(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    tone = 0.5 * np.sin(2 * np.pi * 440 * np.arange(10 * sr) / sr)
+    return np.concatenate([x[sr:5 * sr], tone]).astype(np.float32), sr
+
+
+def _three_tones(sr: int = 24000) -> np.ndarray:
+    t = np.arange(4 * sr) / sr
+    return sum(0.15 * np.sin(2 * np.pi * hz * t) for hz in (500, 800, 1300)).astype(np.float32)
+
+
 def _noise_burst(share: float, level: float):
     def t(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
         y = x.astype(np.float32).copy()
@@ -431,21 +446,22 @@ CASES: tuple[Case, ...] = (
     Case("glitch_burst", "glitch.wav", True, ("glitch",),
          "speech with 100 samples at 1e6 (scaling by them left 0.12 s above the silence threshold)",
          _speech_wav(_glitch, subtype="FLOAT", prompt="xtts_female.wav")),
-    Case("loud_burst_then_speech", "burst.wav", True, ("loud burst", "silenced"),
-         "the first 10 % a tone at 1e6, then speech (the file was scaled by the burst, the speech into silence)",
+    Case("loud_burst_then_speech", "burst.wav", False, ("scaled down", "past full scale"),
+         "the first 10 % a tone at 1e6, then speech: scaled with the burst, the speech is too quiet; the refusal "
+         "says the file was scaled (it blamed the recording alone)",
          _speech_wav(_loud_burst(0.10), subtype="FLOAT", prompt="xtts_female.wav")),
-    Case("quiet_speech_and_a_burst", "quiet_burst.wav", True, ("loud burst", "silenced"),
+    Case("quiet_speech_and_a_burst", "quiet_burst.wav", True, ("glitch", "removed"),
          "speech at -40 dBFS with 50 ms of noise at 50 times full scale (clipped, the burst set the level "
          "silence trimming measured from, and the speech was trimmed away)",
          _speech_wav(_quiet_with_burst, subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("loud_speech_in_silence", "padded_hot.wav", True, ("scaled down",),
+         "5 s of speech at 3 times full scale with 12 s of silence on each side (its loud syllables were taken "
+         "for bursts and silenced; twenty-eighth newcomer session)",
+         _speech_wav(_padded_hot, subtype="FLOAT", prompt="xtts_female.wav")),
     Case("noise_burst_a_third", "burst35.wav", False, ("voiced speech", "scaled down"),
          "speech with 35 % of it noise at 100 times full scale: the burst sets the scale, and the engine's "
          "refusal ('almost no voiced speech') did not say the file had been scaled (twenty-seventh)",
          _speech_wav(_noise_burst(0.35, 100.0), subtype="FLOAT", prompt="xtts_female.wav")),
-    Case("loud_burst_most_of_it", "burst40.wav", False, ("scaled down", "past full scale"),
-         "the first 40 % a tone at 1e6, then speech: the burst is the file's level, the speech too quiet after "
-         "scaling; the refusal blamed the recording alone",
-         _speech_wav(_loud_burst(0.40), subtype="FLOAT", prompt="xtts_female.wav")),
     Case("beep_then_speech", "voicemail.wav", True, (),
          "a 0.5 s 1 kHz beep, 0.3 s of silence, then speech (refused as 'one steady tone' by a whole-clip measure)",
          _speech_wav(_beep_before, prompt="cv_zero_shot_prompt.wav")),
@@ -498,6 +514,11 @@ CASES: tuple[Case, ...] = (
     Case("fast_two_tone_alarm", "siren.wav", False, ("steady tones", "400 and 500 Hz"),
          "400 and 500 Hz switching every 0.25 s: both in every half second, so the one-peak measure let it "
          "through as a voice (twenty-seventh newcomer session)", _wav(_two_tone_alarm(0.25), 24000)),
+    Case("three_tones_at_once", "chord.wav", False, ("steady tones", "500, 800 and 1300 Hz"),
+         "three steady tones at once (accepted as a voice; twenty-eighth newcomer session)", _wav(_three_tones(), 24000)),
+    Case("speech_then_long_tone", "speech_tone.wav", False, ("steady tone", "440 Hz"),
+         "4 s of speech, then 10 s of a 440 Hz tone: under 80 % tonal (the old rule), so it was accepted and "
+         "the tone set the cloned pitch (twenty-eighth newcomer session)", _speech_wav(_speech_then_tone, prompt="xtts_female.wav")),
     Case("busy_signal", "busy.wav", False, ("steady tones", "480 and 620 Hz"),
          "a US busy signal, 480 + 620 Hz at once, 0.5 s on and 0.5 s off (accepted as a voice)", _wav(_busy_signal(), 24000)),
     Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",

@@ -39,16 +39,15 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
-# A 50 ms frame whose peak is over this many times the typical loud frame's (the 75th percentile
-# of frame peaks) and past full scale is a glitch or a burst, not the speech: silenced, never the
-# scale of the file.
-_BURST_FRAME_S = 0.05
-_BURST_RATIO = 10.0
+# Samples over this many times full scale, if they are at most _GLITCH_FRACTION of the file, are a
+# glitch (clicks, a short burst): removed, never the scale of the file. Any other float file past
+# full scale is scaled by its peak, as a whole.
+_GLITCH_MIN_PEAK = 10.0
+_GLITCH_FRACTION = 0.01
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
-_TONE_SHARE = 0.7  # see _steady_tones_hz
-_TWO_TONE_SHARE = 0.8
-_TONE_WINDOWS = 0.8
+_PEAKS_SHARE = (0.7, 0.8, 0.85)  # a window is tonal when its 1, 2 or 3 highest peaks hold this much
+_TONE_WINDOWS = 0.5
 # Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
 
@@ -282,20 +281,23 @@ def _check_sample_rate(sr: int) -> None:
 
 
 def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
-    """The frequencies (Hz, ascending) of the steady tones that hold most of the power in nearly
-    every audible half second, else ``()``. An alarm that alternates two tones gives both: each
-    frequency that is a peak in at least a fifth of the tonal windows (the median of its windows)
-    is listed, up to three; their median was a frequency the file does not hold.
+    """The frequencies (Hz, ascending) of the steady tones that hold most of the power in at least
+    half of the audible half seconds, else ``()``. An alarm that alternates tones gives them all:
+    each frequency that is a peak in at least 15 % of the tonal windows (the median of its windows)
+    is listed, up to four; their median was a frequency the file does not hold.
 
     Per 0.5 s window (Hann) within 30 dB of the loudest one: the window is tonal when over 0.7 of
-    its power lies within 10 Hz of its spectral peak, or over 0.8 within 10 Hz of its two highest
-    peaks (a two-tone alarm switching every 0.25 s or faster, or a busy signal's two tones at
-    once: the one-peak measure gave them 0 %; twenty-seventh newcomer session). In the real
-    prompts at most 17 % of the windows pass the first test and 28 % the second (xtts_calm_female.wav);
+    its power lies within 10 Hz of its spectral peak, over 0.8 within 10 Hz of its two highest
+    peaks, or over 0.85 of its three (a two-tone alarm switching every 0.25 s or faster, a busy
+    signal's two tones at once, three tones at once: the one-peak measure gave them 0 %;
+    twenty-seventh and twenty-eighth newcomer sessions). In the real prompts at most 17 % of the
+    windows pass the first test and 28 % any of them (xtts_calm_female.wav);
     a sine, a sine under hiss, two-tone alarms and speech under a hum louder than itself, 100 %. A
     beep before the speech (14 % here) passes: the whole-clip measure refused it (twenty-fourth
-    newcomer session). Measured with throwaway scripts on ``../shared/prompts`` (seventh and
-    eighth sessions). A square-wave alarm (its fundamentals hold 0.77) is not caught."""
+    newcomer session). Half, not 80 %: 3 s of speech and then 10 s of a tone (77 %) passed and the
+    tone set the cloned pitch (twenty-eighth). Measured with throwaway scripts on
+    ``../shared/prompts`` (seventh and eighth sessions). A square-wave alarm (its fundamentals hold
+    0.77) is not caught."""
     n = int(_TONE_WINDOW_S * sample_rate_hz)
     frames = [samples[i:i + n].astype(np.float64) for i in range(0, len(samples) - n + 1, n)]
     if not frames:
@@ -311,16 +313,16 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
         power = np.abs(np.fft.rfft(frame * window)) ** 2
         total = float(power.sum())
         found = []  # (Hz, share of the window's power within the band around it)
-        for _ in range(2):
+        for _ in _PEAKS_SHARE:
             peak_hz = float(freqs[int(np.argmax(power))])
             band = np.abs(freqs - peak_hz) <= _TONE_BAND_HZ
             found.append((peak_hz, float(power[band].sum()) / total))
             power[band] = 0.0
-        if found[0][1] > _TONE_SHARE or found[0][1] + found[1][1] > _TWO_TONE_SHARE:
+        held = np.cumsum([share for _, share in found])
+        if any(h > limit for h, limit in zip(held, _PEAKS_SHARE)):
             tonal += 1
-            peaks.append(found[0][0])
-            if found[1][1] > 0.25:  # a second tone, not the first one's leakage
-                peaks.append(found[1][0])
+            # The strongest, and others that are tones of their own rather than its leakage.
+            peaks += [hz for i, (hz, share) in enumerate(found) if i == 0 or share > 0.2]
     if not audible or tonal < _TONE_WINDOWS * audible:
         return ()
     groups: list[list[float]] = []  # peaks within one band of each other belong to one tone
@@ -329,28 +331,8 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             groups[-1].append(hz)
         else:
             groups.append([hz])
-    common = sorted((g for g in groups if len(g) >= 0.2 * tonal), key=len, reverse=True)[:3]
+    common = sorted((g for g in groups if len(g) >= 0.15 * tonal), key=len, reverse=True)[:4]
     return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
-
-
-def _bursts(magnitude: np.ndarray, sample_rate_hz: int) -> tuple[float, np.ndarray]:
-    """``(peak, mask)``: the highest peak of the 50 ms frames that are not bursts, and a boolean
-    mask over the samples of the burst frames: frames past full scale whose peak is over
-    :data:`_BURST_RATIO` times the 75th percentile of frame peaks.
-
-    Args:
-        magnitude: ``abs`` of the samples, shape ``(frames, channels)``, any float dtype.
-    """
-    n = max(1, int(_BURST_FRAME_S * sample_rate_hz))
-    per_sample = magnitude.max(axis=1)
-    count = -(-len(per_sample) // n)
-    padded = np.zeros(count * n, dtype=per_sample.dtype)
-    padded[:len(per_sample)] = per_sample
-    frame_peaks = padded.reshape(count, n).max(axis=1)
-    typical = float(np.percentile(frame_peaks, 75))
-    burst = (frame_peaks > _BURST_RATIO * typical) & (frame_peaks > _OVER_FULL_SCALE)
-    rest = frame_peaks[~burst]
-    return float(rest.max()) if rest.size else 0.0, np.repeat(burst, n)[:len(per_sample)]
 
 
 def _load_prompt_audio(path: str) -> PromptAudio:
@@ -369,23 +351,27 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     peak = float(np.max(magnitude))
     if peak > _OVER_FULL_SCALE:
         # Float files can hold any value. Far past 1 the power sums overflowed (a file written at
-        # the wrong scale, x1e30, was refused as "no voiced speech"), so such a file is scaled to
-        # full scale -- by its loudest frame that is not a burst: scaling by a glitch or a loud
-        # burst pushed the speech into silence (twenty-fifth and twenty-sixth newcomer sessions).
-        loudest_speech, burst = _bursts(magnitude, sr)
-        if burst.any():
-            # Silenced, not clipped: a clipped burst at full scale set the level that silence
-            # trimming measures from, and quiet speech beside it was trimmed away (twenty-seventh).
-            data = np.where(burst[:, None], 0.0, data)
-            notes.append(f"{burst.sum() / sr:.2f} s of the prompt went far past full scale (up to {peak:.3g} times: "
-                         "a glitch or a loud burst in the file); it was silenced.")
-        if loudest_speech > _OVER_FULL_SCALE:
-            data = data * (0.99 / loudest_speech)
-            scaled_hint = (f" The file was scaled down {loudest_speech:.3g} times because its samples went that far "
+        # the wrong scale, x1e30, was refused as "no voiced speech"), so such a file is scaled down
+        # as a whole. Heuristics that told "bursts" from loud speech silenced real speech (a loud
+        # prompt padded with silence; twenty-eighth newcomer session): only a glitch -- few samples
+        # (at most 1 %), far out (over 10 times) -- is removed instead, set to zero, so it cannot
+        # set the level either (clipped to full scale it did, and quiet speech beside it was
+        # trimmed away as silence; twenty-fifth and twenty-seventh sessions).
+        over = magnitude > _OVER_FULL_SCALE
+        glitch = int(np.count_nonzero(over.any(axis=1)))
+        if peak > _GLITCH_MIN_PEAK and glitch <= _GLITCH_FRACTION * frames:
+            data = np.where(over, 0.0, data)
+            notes.append(f"{glitch} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a glitch or "
+                         f"short burst in the file, {glitch / sr * 1000:.0f} ms in all); they were removed.")
+        else:
+            data = data * (0.99 / peak)
+            # A loud burst in the file sets the scale too, maybe pushing the speech into silence: a
+            # refusal then says so, here or from the engine (twenty-sixth and twenty-seventh sessions).
+            scaled_hint = (f" The file was scaled down {peak:.3g} times because some of its samples went that far "
                            "past full scale, which may have made the speech too quiet: export the recording "
                            "again (16-bit WAV or FLAC).")
-            notes.append(f"The prompt's samples went up to {loudest_speech:.3g} times full scale (a float file written "
-                         "at the wrong scale, or clipped); it was scaled down to fit.")
+            notes.append(f"The prompt's samples went up to {peak:.3g} times full scale (a float file written at the "
+                         "wrong scale, clipped, or with a loud burst); it was scaled down to fit.")
         data = np.clip(data, -1.0, 1.0)  # rounding of the scale may leave a sample a hair over
     data = data.astype(np.float32, copy=False)
     clipped = float(np.mean(np.abs(data) >= 0.999))
@@ -429,7 +415,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if tones_hz:
         what = (f"one steady tone (about {tones_hz[0]:.0f} Hz)" if len(tones_hz) == 1 else
                 "steady tones (about " + ", ".join(f"{hz:.0f}" for hz in tones_hz[:-1]) + f" and {tones_hz[-1]:.0f} Hz)")
-        raise InputError(f"The prompt audio is {what} almost throughout: a test "
+        raise InputError(f"The prompt audio is {what} for most of its length: a test "
                          "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
                          "hum louder than itself: filter the hum out first)." + scaled_hint)
     if seconds < RECOMMENDED_MIN_PROMPT_S:
