@@ -173,6 +173,7 @@ def test_powers_and_fractions_are_read_as_such(engine):
     assert spoken("10⁵ stars") == spoken("ten to the power of five stars")
     assert spoken("x² and y³") == spoken("x squared and y cubed")
     assert spoken("(a+b)²") == spoken("(a+b) squared") and spoken("2ⁿ") == spoken("two to the power of n")
+    assert spoken("Try 10⁽⁵⁾ now.") == spoken("Try ten to the power of five now.")
     # Typed by hand, a proper fraction with a denominator up to 10 (twenty-seventh newcomer session);
     # "24/7", "9/11" and dates are left as they are.
     assert spoken("Add 1 1/2 cups.") == spoken("Add one and one half cups.")

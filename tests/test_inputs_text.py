@@ -131,6 +131,7 @@ def test_a_stray_greek_letter_in_a_formula_is_english(text):
     ("Footnote here.¹ Next.", "Footnote here. Next."), ("He said “hello”¹ to me.", "He said “hello” to me."),
     ("(see the note)¹ ok", "(see the note) ok"), ("Value (x)² here.", "Value (x)^2 here."), ("(a+b)²", "(a+b)^2"),
     ("2ⁿ", "2^n"), ("2ⁿ⁺¹", "2^n+1"),
+    ("Try 10⁽³⁾ now.", "Try 10^(3) now."), ("x⁽ⁿ⁺¹⁾", "x^(n+1)"),  # the exponent was dropped (twenty-eighth)
     ("H₂O", "H2O"), ("³", "3"),
 ])
 def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):
@@ -180,7 +181,7 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     assert validate_text("Count 𒐕 wedges, ↂ men, 𐄇 sign.", 200, ("en",)) == "Count 1 wedges, 10000 men, 1 sign."
     assert validate_text("价格是〇元, 二〇二六年", 200, ("zh", "en")) == "价格是〇元, 二〇二六年"
     # A text that numerals make longer says so: "9011 characters" for 1512 typed (twenty-sixth).
-    with pytest.raises(InputError, match=r"5999 characters long once its numerals are written out \(1000 as typed\)"):
+    with pytest.raises(InputError, match=r"5999 characters long once its numerals, fractions and powers are written out \(1000 as typed\)"):
         validate_text("ↂ" * 1000, 2000, ("en",))
     # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."

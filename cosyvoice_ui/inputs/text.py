@@ -83,7 +83,10 @@ _NOT_CJK_PUNCTUATION = re.compile(f"[^{_CJK_PUNCTUATION}]+")
 # Superscript digits and letters (with their sign) and the fraction characters; NFKC makes them
 # plain and joins them to what comes before: "10⁵" became "105", "1½" "11⁄2" ("eleven two";
 # twenty-sixth newcomer session).
-_SUPERSCRIPT_RUN = re.compile(r"[\u207a\u207b]?[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u207b\u207f]*[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u2079\u207f]")
+# Signs and brackets (⁺⁻⁼⁽⁾: U+207A-207E) around at least one digit or letter: 10⁽³⁾ lost its
+# exponent when the bracket was taken for punctuation (twenty-eighth newcomer session).
+_SUPERSCRIPT_RUN = re.compile(r"[\u207a-\u207e]*[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u2079\u207f]"
+                              r"[\u00b2\u00b3\u00b9\u2070\u2071\u2074-\u207e\u207f]*")
 _POWER_BASE_MAX_LETTERS = 3  # x², m², km³ are powers; "word¹" is a footnote marker
 _CLOSING = {")": "(", "]": "["}
 
@@ -226,7 +229,8 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         raise InputError("The text is empty. Type the sentence you want to hear.")
     if len(cleaned) > max_chars:
         # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
-        grown = f" once its numerals are written out ({raw_chars} as typed)" if len(cleaned) > raw_chars else ""
+        grown = (f" once its numerals, fractions and powers are written out ({raw_chars} as typed)"
+                 if len(cleaned) > raw_chars else "")
         raise InputError(
             f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
             f"Shorten it or split it into several requests."

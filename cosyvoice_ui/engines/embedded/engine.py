@@ -178,7 +178,7 @@ _DENOMINATORS = {2: ("half", "halves"), 3: ("third", "thirds"), 4: ("quarter", "
                  8: ("eighth", "eighths"), 9: ("ninth", "ninths"), 10: ("tenth", "tenths")}
 # "1 1/2", "3⁄4" (U+2044, as clean_text writes a fraction character); not part of a date (1/2/2024)
 _FRACTION = re.compile(r"(?<![\d/\u2044.,])(?:(\d+) )?(\d+)([/\u2044])(\d+)(?![\d/\u2044])")
-_POWER = re.compile(r"(?<=\S)\^([+-]?(?:\d+|[A-Za-z])(?:[+-]\d+)?)(?![A-Za-z\d])")
+_POWER = re.compile(r"(?<=\S)\^(\([+-]?\w{1,8}(?:[+-]\w{1,8})?\)|[+-]?(?:\d+|[A-Za-z])(?:[+-]\d+)?)(?![A-Za-z\d])")
 
 
 def read_powers_and_fractions(text: str) -> str:
@@ -198,7 +198,7 @@ def read_powers_and_fractions(text: str) -> str:
         return f"{whole} and {part}" if whole else part
 
     def power(m: re.Match) -> str:
-        exponent = m.group(1).lstrip("+")
+        exponent = m.group(1).strip("()").lstrip("+")  # 10^(3), as clean_text writes 10⁽³⁾
         return {"2": " squared", "3": " cubed"}.get(exponent, f" to the power of {exponent}")
 
     return _POWER.sub(power, _FRACTION.sub(fraction, text))
