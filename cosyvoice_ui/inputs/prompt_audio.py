@@ -39,13 +39,13 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
-# Samples over this many times full scale, if they are at most _GLITCH_FRACTION of the file, are a
-# glitch (clicks, a short burst): removed, never the scale of the file. Any other float file past
-# full scale is scaled by its peak, as a whole.
-_GLITCH_MIN_PEAK = 10.0
-_GLITCH_FRACTION = 0.01
+# Samples past full scale and over this many times the file's 99th percentile of magnitude are a
+# glitch (clicks, a short burst: at most 1 % of the samples by that definition): removed, never the
+# scale of the file. Whatever else is past full scale is scaled down, the file as a whole.
+_GLITCH_RATIO = 10.0
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
+_MIN_TONE_HZ = 20.0
 _PEAKS_SHARE = (0.7, 0.8, 0.85)  # a window is tonal when its 1, 2 or 3 highest peaks hold this much
 _TONE_WINDOWS = 0.5
 # Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
@@ -319,7 +319,8 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             found.append((peak_hz, float(power[band].sum()) / total))
             power[band] = 0.0
         held = np.cumsum([share for _, share in found])
-        if any(h > limit for h, limit in zip(held, _PEAKS_SHARE)):
+        # Under 20 Hz is no tone (a step or a DC burst was refused as "about 0 Hz"; twenty-ninth).
+        if found[0][0] >= _MIN_TONE_HZ and any(h > limit for h, limit in zip(held, _PEAKS_SHARE)):
             tonal += 1
             # The strongest, and others that are tones of their own rather than its leakage.
             peaks += [hz for i, (hz, share) in enumerate(found) if i == 0 or share > 0.2]
@@ -333,6 +334,10 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             groups.append([hz])
     common = sorted((g for g in groups if len(g) >= 0.15 * tonal), key=len, reverse=True)[:4]
     return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms in all" if seconds >= 0.001 else "under 1 ms in all"
 
 
 def _load_prompt_audio(path: str) -> PromptAudio:
@@ -352,18 +357,20 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if peak > _OVER_FULL_SCALE:
         # Float files can hold any value. Far past 1 the power sums overflowed (a file written at
         # the wrong scale, x1e30, was refused as "no voiced speech"), so such a file is scaled down
-        # as a whole. Heuristics that told "bursts" from loud speech silenced real speech (a loud
-        # prompt padded with silence; twenty-eighth newcomer session): only a glitch -- few samples
-        # (at most 1 %), far out (over 10 times) -- is removed instead, set to zero, so it cannot
-        # set the level either (clipped to full scale it did, and quiet speech beside it was
-        # trimmed away as silence; twenty-fifth and twenty-seventh sessions).
-        over = magnitude > _OVER_FULL_SCALE
-        glitch = int(np.count_nonzero(over.any(axis=1)))
-        if peak > _GLITCH_MIN_PEAK and glitch <= _GLITCH_FRACTION * frames:
-            data = np.where(over, 0.0, data)
-            notes.append(f"{glitch} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a glitch or "
-                         f"short burst in the file, {glitch / sr * 1000:.0f} ms in all); they were removed.")
-        else:
+        # as a whole. Heuristics that told "bursts" from loud speech by 50 ms levels silenced real
+        # speech (a loud prompt padded with silence; twenty-eighth newcomer session). A glitch --
+        # few samples far above the rest -- is removed instead, set to zero, so it sets neither the
+        # scale (the speech was scaled into silence; twenty-fifth) nor, clipped, the level silence
+        # trimming measures from (quiet speech was trimmed away; twenty-seventh). Only those
+        # samples: speech peaks past full scale beside a click were zeroed too (twenty-ninth).
+        glitch = (magnitude > _GLITCH_RATIO * float(np.percentile(magnitude, 99))) & (magnitude > _OVER_FULL_SCALE)
+        removed = int(np.count_nonzero(glitch.any(axis=1)))
+        if removed:
+            data = np.where(glitch, 0.0, data)
+            notes.append(f"{removed} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a glitch "
+                         f"or short burst in the file, {_milliseconds(removed / sr)}); they were removed.")
+            peak = float(np.max(np.abs(data)))
+        if peak > _OVER_FULL_SCALE:
             data = data * (0.99 / peak)
             # A loud burst in the file sets the scale too, maybe pushing the speech into silence: a
             # refusal then says so, here or from the engine (twenty-sixth and twenty-seventh sessions).
