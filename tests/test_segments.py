@@ -91,3 +91,19 @@ def test_a_long_sentence_is_cut_evenly_not_greedily():
     segments = split_text(sentence, 200)
     assert len(segments) == 2 and " ".join(segments) == sentence
     assert max(map(len, segments)) < 150, [len(s) for s in segments]  # greedy packing gave 189 + 47
+
+
+def test_numbers_are_split_by_how_long_they_are_spoken():
+    """A digit counts as SPOKEN_CHARS_PER_DIGIT characters: fifteen 12-digit amounts are 209
+    characters but over a minute and a half of speech, which one segment held (twenty-ninth
+    newcomer session). A long run of digits is spelled by clean_text, so it is split between
+    digits, never into short runs read as amounts."""
+    from cosyvoice_ui.inputs.segments import spoken_chars
+    from cosyvoice_ui.inputs.text import clean_text
+
+    segments = split_text(clean_text(" ".join(["999999999999."] * 15)), 200)
+    assert len(segments) >= 8 and all(spoken_chars(s) <= 200 for s in segments)
+    segments = split_text(clean_text("1" * 210), 200)
+    assert len(segments) > 1 and all(set(s.split()) == {"1"} for s in segments)
+    assert sum(len(s.split()) for s in segments) == 210
+    assert len(split_text("a" * 200, 200)) == 1

@@ -30,12 +30,38 @@ def _spans(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[i
     return [(a, b) for a, b in out if text[a:b].strip()]
 
 
+# A digit is spoken as several letters' worth of sound ("999999999999" is read "nine hundred
+# ninety-nine billion, ..." in about 110 letters); counted as one character, 15 such numbers made
+# a 209-character segment of 111 s of audio whose peak was four times admission's prediction
+# (twenty-ninth newcomer session). Lengths here and in admission count each digit as this many.
+SPOKEN_CHARS_PER_DIGIT = 10
+
+
+def spoken_chars(text: str) -> int:
+    """The length of ``text`` as :func:`split_text` and admission count it: characters, with
+    each ASCII digit counted as :data:`SPOKEN_CHARS_PER_DIGIT` (clean_text has made every script's
+    digits ASCII). A proxy for how much audio, and so memory, a segment takes."""
+    return len(text) + (SPOKEN_CHARS_PER_DIGIT - 1) * sum(ch in "0123456789" for ch in text)
+
+
 def _stripped_len(text: str, a: int, b: int) -> int:
-    return len(text[a:b].strip())
+    return spoken_chars(text[a:b].strip())
+
+
+def _hard_cut(text: str, e: int, max_chars: int) -> int:
+    """The end of the longest stretch from ``e`` (at least one character) within ``max_chars``."""
+    end, used = e, 0
+    while end < len(text):
+        used += SPOKEN_CHARS_PER_DIGIT if text[end] in "0123456789" else 1
+        if used > max_chars and end > e:
+            break
+        end += 1
+    return end
 
 
 def split_text(text: str, max_chars: int) -> list[str]:
-    """Split ``text`` into segments of at most ``max_chars`` characters.
+    """Split ``text`` into segments of at most ``max_chars`` characters, as :func:`spoken_chars`
+    counts them (a digit counts as several).
 
     Args:
         text: cleaned text (single spaces, no control characters).
@@ -46,7 +72,7 @@ def split_text(text: str, max_chars: int) -> list[str]:
         segments are dropped); a text within the limit comes back as one segment.
     """
     text = text.strip()
-    if len(text) <= max_chars:
+    if spoken_chars(text) <= max_chars:
         return [text] if text else []
     pieces: list[tuple[int, int, int]] = []  # (start, end, sentence number)
     for n, (a, b) in enumerate(_spans(text, 0, len(text), _SENTENCE_END)):
@@ -62,8 +88,9 @@ def split_text(text: str, max_chars: int) -> list[str]:
                 while _stripped_len(text, e, f) > max_chars:  # a run with no space: cut it hard
                     while text[e].isspace():
                         e += 1
-                    parts.append((e, e + max_chars))
-                    e += max_chars
+                    cut = _hard_cut(text, e, max_chars)
+                    parts.append((e, cut))
+                    e = cut
                 if text[e:f].strip():
                     parts.append((e, f))
         pieces.extend((c, d, n) for c, d in _balanced(text, parts, max_chars))

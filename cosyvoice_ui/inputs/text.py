@@ -131,7 +131,8 @@ def clean_text(text: str) -> str:
     (:func:`_mark_powers_and_fractions`: ``10⁵`` -> ``10^5``, ``1½`` -> ``1 1⁄2``), write the
     digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, turn line breaks and tabs into spaces, drop other control
-    characters (NUL, bidi overrides) and collapse runs of spaces.
+    characters (NUL, bidi overrides), collapse runs of spaces, and spell runs of 13 or more digits
+    one digit at a time (:func:`spell_long_digit_runs`).
 
     In text with Chinese, Japanese or Korean letters, full-width punctuation (``，。！？``) is
     kept as typed; elsewhere it becomes ASCII (``ｈｅｌｌｏ！`` -> ``hello!``)."""
@@ -161,7 +162,23 @@ def clean_text(text: str) -> str:
             out.append(value if cat == "Nd" else f" {value} ")
         else:
             out.append(ch)
-    return " ".join("".join(out).split())
+    return spell_long_digit_runs(" ".join("".join(out).split()))
+
+
+# espeak-ng names numbers up to quintillions and reads longer runs digit by digit, but it says
+# at most about 44 digits of one run (of a decimal part too) and from 21 digits on its number
+# names lose digits: 200 "1"s became 44 "one"s and pi's 62 decimals 38 digits, without a word
+# (twenty-third newcomer session; counted in the phonemes). Runs longer than a 12-digit amount
+# are spelled digit by digit, a space apart, so every digit is said, by any engine, and a long
+# run can be split into segments between digits rather than cut into short amounts (twenty-ninth).
+_LONG_DIGIT_RUN = re.compile(r"[0-9]{13,}")
+
+
+def spell_long_digit_runs(text: str) -> str:
+    """``text`` with every run of 13 or more ASCII digits written one digit at a time
+    ("1234567890123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3"); shorter numbers are left to the engine,
+    which reads them as amounts."""
+    return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group()), text)
 
 
 _ARABIC_NUMBER_SEPARATORS = {"\u066b": ".", "\u066c": ","}  # ARABIC DECIMAL / THOUSANDS SEPARATOR

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..inputs.segments import split_text
+from ..inputs.segments import split_text, spoken_chars
 from .ledger import Ledger, LedgerRecord
 
 MIB = 2**20
@@ -96,7 +96,7 @@ class Admission:
         """Admit as is, admit re-split into shorter segments, or raise :class:`AdmissionError`."""
         fit = self.fit()
         available = self.available_bytes()
-        longest = max(len(s) for s in segments)
+        longest = max(spoken_chars(s) for s in segments)
         predicted = fit.predict(longest)
         if available is None or predicted <= available:
             return Decision(segments, predicted, available if available is not None else -1)
@@ -105,7 +105,7 @@ class Admission:
             limit = max(MIN_SEGMENT_CHARS, limit // 2)
             if fit.predict(limit) <= available:
                 resplit = tuple(p for s in segments for p in split_text(s, limit))
-                return Decision(resplit, fit.predict(max(len(s) for s in resplit)), available, limit)
+                return Decision(resplit, fit.predict(max(spoken_chars(s) for s in resplit)), available, limit)
         raise AdmissionError(
             f"Not enough free memory for this request: it needs about {predicted / MIB:,.0f} MiB, "
             f"{max(available, 0) / MIB:,.0f} MiB is available (after the reserve), and even "

@@ -161,10 +161,10 @@ def _smaller_segments(request):
     when segments are already at :data:`MIN_RETRY_SEGMENT_CHARS`."""
     import dataclasses
 
-    from ..inputs.segments import split_text
+    from ..inputs.segments import split_text, spoken_chars
 
     segments = request.segments or (request.text,)
-    longest = max(len(s) for s in segments)
+    longest = max(spoken_chars(s) for s in segments)
     limit = max(MIN_RETRY_SEGMENT_CHARS, longest // 2)
     if limit >= longest:
         return None, limit

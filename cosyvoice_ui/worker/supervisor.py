@@ -37,6 +37,7 @@ import psutil
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..engines.long_text import SegmentJoiner
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
+from ..inputs.segments import spoken_chars
 from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
 from ..temp_files import remove_folders_of_gone_processes
@@ -1033,7 +1034,7 @@ class Supervisor:
             self._last_outcome = outcome
         self.ledger.add(LedgerRecord(
             time_s=time.time(), engine=self.engine, device=stats.device if stats else device,
-            text_chars=len(request.text), segments=len(segments), max_segment_chars=max(len(s) for s in segments),
+            text_chars=len(request.text), segments=len(segments), max_segment_chars=max(spoken_chars(s) for s in segments),
             prompt_s=round(len(request.prompt.samples) / request.prompt.sample_rate_hz, 3) if request.prompt else None,
             audio_s=round(stats.audio_s, 3) if stats else None,
             synthesis_s=round(stats.synthesis_s, 3) if stats else None,

@@ -25,6 +25,7 @@ from ..base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
 from .piper_backends import OnnxBackend, TorchBackend
+from ...inputs.text import spell_long_digit_runs  # cleaned text has it done; a direct caller may not
 
 _OUTPUT_RMS_DBFS = -20.0  # level of neutral speech; instructions add their gain to it
 _LIMIT = 0.95  # soft limiter ceiling, so loud styles never clip
@@ -156,21 +157,6 @@ class EmbeddedEngine(Engine):
         while len(self._profiles) > _PROFILE_CACHE_SIZE:
             self._profiles.popitem(last=False)
         return profile
-
-
-# espeak-ng names numbers up to quintillions and reads longer runs digit by digit, but it says
-# at most about 44 digits of one run (of a decimal part too) and from 21 digits on its number
-# names lose digits: 200 "1"s became 44 "one"s and pi's 62 decimals 38 digits, without a word
-# (twenty-third newcomer session; counted in the phonemes here). Runs longer than a 12-digit
-# amount are spelled digit by digit, a space apart, so every digit is said.
-_LONG_DIGIT_RUN = re.compile(r"\d{13,}")
-
-
-def spell_long_digit_runs(text: str) -> str:
-    """``text`` with every run of 13 or more ASCII or Unicode digits written one digit at a time
-    ("1234567890123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3"); shorter numbers are left to espeak-ng,
-    which reads them as amounts."""
-    return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group()), text)
 
 
 _DENOMINATORS = {2: ("half", "halves"), 3: ("third", "thirds"), 4: ("quarter", "quarters"),
