@@ -306,6 +306,12 @@ def _quiet_with_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return y, sr
 
 
+def _hot_with_click(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    y = (1.5 * x / np.max(np.abs(x))).astype(np.float32)
+    y[len(y) // 3:len(y) // 3 + 10] = 20.0
+    return y, sr
+
+
 def _padded_hot(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     pad = np.zeros(12 * sr, dtype=np.float32)
     return np.concatenate([pad, 3.0 * x[:5 * sr] / np.max(np.abs(x[:5 * sr])), pad]).astype(np.float32), sr
@@ -454,6 +460,10 @@ CASES: tuple[Case, ...] = (
          "speech at -40 dBFS with 50 ms of noise at 50 times full scale (clipped, the burst set the level "
          "silence trimming measured from, and the speech was trimmed away)",
          _speech_wav(_quiet_with_burst, subtype="FLOAT", prompt="xtts_female.wav")),
+    Case("hot_speech_with_a_click", "hot_click.wav", True, ("10 sample(s)", "removed", "up to 1.5 times"),
+         "speech at 1.5 times full scale with 10 samples at 20: only the click is removed, then the speech is "
+         "scaled (its own peaks past full scale were zeroed with the click; twenty-ninth newcomer session)",
+         _speech_wav(_hot_with_click, subtype="FLOAT", prompt="f5_basic_ref_en.wav")),
     Case("loud_speech_in_silence", "padded_hot.wav", True, ("scaled down",),
          "5 s of speech at 3 times full scale with 12 s of silence on each side (its loud syllables were taken "
          "for bursts and silenced; twenty-eighth newcomer session)",
