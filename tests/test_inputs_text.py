@@ -132,6 +132,7 @@ def test_a_stray_greek_letter_in_a_formula_is_english(text):
     ("(see the note)¹ ok", "(see the note) ok"), ("Value (x)² here.", "Value (x)^2 here."), ("(a+b)²", "(a+b)^2"),
     ("2ⁿ", "2^n"), ("2ⁿ⁺¹", "2^n+1"),
     ("Try 10⁽³⁾ now.", "Try 10^(3) now."), ("x⁽ⁿ⁺¹⁾", "x^(n+1)"),  # the exponent was dropped (twenty-eighth)
+    ("2ⁿᵈ place", "2nd place"), ("1ˢᵗ", "1st"),  # ordinal suffixes (twenty-ninth)
     ("H₂O", "H2O"), ("³", "3"),
 ])
 def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):

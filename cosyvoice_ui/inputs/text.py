@@ -117,6 +117,8 @@ def _mark_powers_and_fractions(text: str) -> str:
     language (the embedded engine: "10 to the power of 5", "1 and 1 half")."""
     def superscript(m: re.Match) -> str:
         digits = unicodedata.normalize("NFKC", m.group()).replace("\u2212", "-")
+        if m.end() < len(m.string) and unicodedata.category(m.string[m.end()]) == "Lm":
+            return digits  # the start of an ordinal suffix: 2ⁿᵈ is "2nd", not 2 to the power of nd
         kind = _superscript_is_a_power(m.string[:m.start()])
         return digits if kind is None else f"^{digits}" if kind else ""
 
