@@ -107,3 +107,20 @@ def test_numbers_are_split_by_how_long_they_are_spoken():
     assert len(segments) > 1 and all(set(s.split()) == {"1"} for s in segments)
     assert sum(len(s.split()) for s in segments) == 210
     assert len(split_text("a" * 200, 200)) == 1
+
+
+@pytest.mark.parametrize("text, limit", [
+    ("Please note the reference ID 12345678901-12345678901 for your records today.", 200),
+    ("Call 555-123-4567/555-987-6543 today, or 2023/2024/2025/2026/2027/2028.", 100),
+    ("Number 123456789012 end.", 100),
+    ("Pay 12.50 dollars.", 20),
+])
+def test_a_number_is_never_cut(text, limit):
+    """A word heavier than the limit was cut at the limit, inside a number: an ID became two
+    other numbers, "12.50" lost its "point" (thirtieth newcomer session)."""
+    import re
+
+    segments = split_text(text, limit)
+    numbers = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+    assert len(segments) > 1
+    assert [n for s in segments for n in numbers.findall(s)] == numbers.findall(text), segments

@@ -48,14 +48,24 @@ def _stripped_len(text: str, a: int, b: int) -> int:
     return spoken_chars(text[a:b].strip())
 
 
+# A number (up to 12 digits, with its decimal part) is never cut: cut inside, "12345678901" or
+# "12.50" became two numbers, or lost the "point" (thirtieth newcomer session). Capped, so a
+# segment stays bounded: longer runs are spelled a digit at a time by clean_text anyway.
+_NUMBER = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+
+
 def _hard_cut(text: str, e: int, max_chars: int) -> int:
-    """The end of the longest stretch from ``e`` (at least one character) within ``max_chars``."""
+    """The end of the longest stretch from ``e`` within ``max_chars``, cut only between numbers
+    and other characters; at least one character, or the whole number that starts at ``e`` (so a
+    number may exceed a small limit, by at most 25 characters' worth)."""
     end, used = e, 0
     while end < len(text):
-        used += SPOKEN_CHARS_PER_DIGIT if text[end] in "0123456789" else 1
+        number = _NUMBER.match(text, end)
+        step = number.end() - end if number else 1
+        used += spoken_chars(text[end:end + step])
         if used > max_chars and end > e:
             break
-        end += 1
+        end += step
     return end
 
 
