@@ -306,6 +306,11 @@ def _quiet_with_burst(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return y, sr
 
 
+def _with_rumble(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    y = 0.5 * x / np.max(np.abs(x)) + 0.45 * np.sin(2 * np.pi * 15 * np.arange(len(x)) / sr)
+    return (y / max(1.0, float(np.max(np.abs(y))))).astype(np.float32), sr
+
+
 def _hot_with_click(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     y = (1.5 * x / np.max(np.abs(x))).astype(np.float32)
     y[len(y) // 3:len(y) // 3 + 10] = 20.0
@@ -464,6 +469,10 @@ CASES: tuple[Case, ...] = (
          "speech at 1.5 times full scale with 10 samples at 20: only the click is removed, then the speech is "
          "scaled (its own peaks past full scale were zeroed with the click; twenty-ninth newcomer session)",
          _speech_wav(_hot_with_click, subtype="FLOAT", prompt="f5_basic_ref_en.wav")),
+    Case("speech_over_infrasound", "rumble.wav", True, (),
+         "speech peaking at 0.5 over a 15 Hz rumble of 0.45 (inaudible; refused as 'almost no voiced speech', and "
+         "far quieter rumbles moved the cloned pitch; thirtieth newcomer session)",
+         _speech_wav(_with_rumble, prompt="xtts_male.wav")),
     Case("loud_speech_in_silence", "padded_hot.wav", True, ("scaled down",),
          "5 s of speech at 3 times full scale with 12 s of silence on each side (its loud syllables were taken "
          "for bursts and silenced; twenty-eighth newcomer session)",
@@ -498,7 +507,7 @@ CASES: tuple[Case, ...] = (
          lambda path, src: video_only_mp4(path)),
     Case("all_nan", "nan.wav", False, ("NaN",), "32-bit float WAV of NaN",
          _wav(np.full(48000, np.nan, dtype=np.float32), 24000, subtype="FLOAT")),
-    Case("some_inf", "inf.wav", False, ("invalid samples",), "speech with 10 infinite samples", _speech_wav(_with_inf, subtype="FLOAT")),
+    Case("some_inf", "inf.wav", False, ("invalid sample(s)",), "speech with 10 infinite samples", _speech_wav(_with_inf, subtype="FLOAT")),
     Case("all_zero", "zero.wav", False, ("silent",), "3 s of digital silence", _wav(np.zeros(72000, dtype=np.float32), 24000)),
     Case("too_short_0_3s", "short.wav", False, ("at least 1 s",), "0.3 s of speech between silences",
          _speech_wav(_speech_clip(0.3))),
