@@ -133,6 +133,7 @@ def test_a_stray_greek_letter_in_a_formula_is_english(text):
     ("2ⁿ", "2^n"), ("2ⁿ⁺¹", "2^n+1"),
     ("Try 10⁽³⁾ now.", "Try 10^(3) now."), ("x⁽ⁿ⁺¹⁾", "x^(n+1)"),  # the exponent was dropped (twenty-eighth)
     ("2ⁿᵈ place", "2nd place"), ("1ˢᵗ", "1st"),  # ordinal suffixes (twenty-ninth)
+    ("Items ①②③ here.", "Items 1 2 3 here."), ("⑪⑫", "11 12"),  # circled numbers were joined (thirtieth)
     ("H₂O", "H2O"), ("³", "3"),
 ])
 def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):

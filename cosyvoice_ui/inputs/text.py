@@ -113,7 +113,8 @@ def _mark_powers_and_fractions(text: str) -> str:
     ``x²``, ``km³``, ``(a+b)²``, ``2ⁿ``) as a power, ``10^5``; drop one after a longer word,
     punctuation or a bracketed phrase (``word¹``, ``here.¹``: a footnote marker, not read aloud);
     put a space between a number and the fraction character after it (``1½`` -> ``1 ½``), which
-    NFKC then writes as ``1⁄2`` with U+2044 FRACTION SLASH. Engines read ``^`` and ``⁄`` in their
+    NFKC then writes as ``1⁄2`` with U+2044 FRACTION SLASH, and spaces around circled numbers
+    (``①②`` -> ``1 2``, not ``12``). Engines read ``^`` and ``⁄`` in their
     language (the embedded engine: "10 to the power of 5", "1 and 1 half")."""
     def superscript(m: re.Match) -> str:
         digits = unicodedata.normalize("NFKC", m.group()).replace("\u2212", "-")
@@ -122,9 +123,16 @@ def _mark_powers_and_fractions(text: str) -> str:
         kind = _superscript_is_a_power(m.string[:m.start()])
         return digits if kind is None else f"^{digits}" if kind else ""
 
+    def apart(i: int, ch: str) -> str:
+        decomposition = unicodedata.decomposition(ch)
+        if decomposition.startswith("<circle>"):  # ①②③ became "123" (thirtieth newcomer session)
+            return f" {ch} "
+        if i and text[i - 1].isdigit() and decomposition.startswith("<fraction>"):
+            return f" {ch}"
+        return ch
+
     text = _SUPERSCRIPT_RUN.sub(superscript, text)
-    return "".join(f" {ch}" if i and text[i - 1].isdigit() and unicodedata.decomposition(ch).startswith("<fraction>")
-                   else ch for i, ch in enumerate(text))
+    return "".join(apart(i, ch) for i, ch in enumerate(text))
 
 
 def clean_text(text: str) -> str:
