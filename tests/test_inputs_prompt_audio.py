@@ -185,3 +185,22 @@ def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     received"; it was received, and is gone."""
     message = _refused(tmp_path / "deleted_long_ago.wav", "no longer on the server", "--temp-file-ttl")
     assert "No prompt audio was received" not in message
+
+
+def test_hot_speech_after_long_silence_is_scaled_not_cut(speech, tmp_path):
+    """In a file mostly silent the 99th percentile is the silence: speech peaks at 1.35 times full
+    scale were removed as a "glitch" (thirty-first newcomer session)."""
+    samples, sr = speech
+    hot = 1.35 * samples[: 3 * sr] / np.max(np.abs(samples[: 3 * sr]))
+    sf.write(tmp_path / "late.wav", np.concatenate([np.zeros(110 * sr, dtype=np.float32), hot]).astype(np.float32),
+             sr, subtype="FLOAT")
+    prompt = load_prompt_audio(str(tmp_path / "late.wav"))
+    assert any("scaled down" in n for n in prompt.notes) and not any("removed" in n for n in prompt.notes), prompt.notes
+
+
+def test_a_file_too_long_to_read_is_refused_for_its_length_as_a_file(speech, tmp_path):
+    """130 s of silence and 4 s of speech was refused as "134.0 s long; at most 30 s (after
+    trimming silence)", though trimming would have left 4 s (thirty-first newcomer session)."""
+    samples, sr = speech
+    sf.write(tmp_path / "late.wav", np.concatenate([np.zeros(130 * sr, dtype=np.float32), samples[: 4 * sr]]), sr)
+    _refused(tmp_path / "late.wav", "file is 134.0 s long", "files over 120 s are not read, silence included")

@@ -39,9 +39,10 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
-# Samples past full scale and over this many times the file's 99th percentile of magnitude are a
-# glitch (clicks, a short burst: at most 1 % of the samples by that definition): removed, never the
-# scale of the file. Whatever else is past full scale is scaled down, the file as a whole.
+# Samples over this many times full scale and this many times the file's 99th percentile of
+# magnitude are a glitch (clicks, a short burst: at most 1 % of the samples by that definition):
+# removed, never the scale of the file. Whatever else is past full scale is scaled down, the file
+# as a whole.
 _GLITCH_RATIO = 10.0
 _TONE_WINDOW_S = 0.5
 _TONE_BAND_HZ = 10.0
@@ -130,9 +131,11 @@ def _too_long(seconds: float, at_least: bool = False, stated: bool = False) -> I
     length = (f"is more than {MAX_DECODE_S:.0f} s long (decoding stopped there)" if at_least
               else f"is about {seconds:.0f} s long (as its container states)" if stated
               else f"is {seconds:.1f} s long")
+    # About the whole file: it said "at most 30 s (after trimming silence)" for 130 s of silence
+    # and 4 s of speech, which trimming would have accepted (thirty-first newcomer session).
     return InputError(
-        f"The prompt audio {length}; at most {MAX_PROMPT_S:.0f} s (after trimming silence) "
-        "is accepted. Cut a clean 3-10 s stretch of speech.")
+        f"The prompt audio file {length}; files over {MAX_DECODE_S:.0f} s are not read, silence included "
+        f"(at most {MAX_PROMPT_S:.0f} s of speech is used). Cut a clean 3-10 s stretch of speech.")
 
 
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
@@ -387,7 +390,13 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         # scale (the speech was scaled into silence; twenty-fifth) nor, clipped, the level silence
         # trimming measures from (quiet speech was trimmed away; twenty-seventh). Only those
         # samples: speech peaks past full scale beside a click were zeroed too (twenty-ninth).
-        glitch = (magnitude > _GLITCH_RATIO * float(np.percentile(magnitude, 99))) & (magnitude > _OVER_FULL_SCALE)
+        # Over 10 times full scale as well: in a file mostly silent the 99th percentile is the
+        # silence, and speech peaks at 1.35 were removed as a glitch (thirty-first session).
+        glitch = (magnitude > _GLITCH_RATIO * float(np.percentile(magnitude, 99))) & (magnitude > _GLITCH_RATIO)
+        if glitch.any():
+            # With the samples of the same burst (past full scale, within 5 ms of a glitch sample).
+            near = np.convolve(glitch.any(axis=1), np.ones(2 * int(0.005 * sr) + 1), mode="same") > 0
+            glitch = near[:, None] & (magnitude > _OVER_FULL_SCALE)
         removed = int(np.count_nonzero(glitch.any(axis=1)))
         if removed:
             data = np.where(glitch, 0.0, data)
