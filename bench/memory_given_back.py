@@ -59,7 +59,7 @@ def main() -> None:
     nvml = NvmlReader()
 
     def gpu_of(pid: int | None) -> int | None:
-        return sum((g.process_used_bytes.get(pid) or 0) for g in nvml.read()) if nvml.available and pid else None
+        return nvml.process_bytes(pid) if pid else None
 
     app = RunningApp("--device", args.device, "--restart-cooldown", "0")  # restarts back to back
     try:

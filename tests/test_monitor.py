@@ -217,3 +217,24 @@ def test_gpu_log_whose_rotation_fails_stays_at_its_size(tmp_path, caplog):
     assert "after 39" in path.read_text() or "after 39" in (tmp_path / "gpu.log.1").read_text()
     started_over = [r.getMessage() for r in caplog.records if "started over" in r.getMessage()]
     assert len(started_over) == 1, [r.getMessage() for r in caplog.records]
+
+
+def test_process_bytes_sums_a_process_over_the_gpus():
+    """The one place that adds up a process's GPU memory (six copies of the sum were in the app,
+    the benchmarks and the GPU checks)."""
+    from cosyvoice_ui.monitor.nvml import GpuSample
+
+    def gpu(index, procs):
+        return GpuSample(index=index, name="GPU", used_bytes=0, total_bytes=1, utilization_gpu_pct=None,
+                         utilization_memory_pct=None, power_w=None, temperature_c=None, process_used_bytes=procs)
+
+    class TwoGpus(NvmlReader):
+        available = True
+
+        def read(self):
+            return [gpu(0, {7: 100, 8: None}), gpu(1, {7: 20})]
+
+    reader = TwoGpus()
+    assert reader.process_bytes(7) == 120 and reader.process_bytes(8) == 0 and reader.process_bytes(9) == 0
+    if not NvmlReader().available:  # this machine: no NVML, so no figure rather than 0
+        assert NvmlReader().process_bytes(os.getpid()) is None

@@ -95,6 +95,13 @@ class NvmlReader:
                 ))
         return out
 
+    def process_bytes(self, pid: int) -> int | None:
+        """GPU memory that process ``pid`` holds, in bytes, summed over all devices (0 when it
+        holds none); ``None`` when NVML is unavailable."""
+        if not self.available:
+            return None
+        return sum((g.process_used_bytes.get(pid) or 0) for g in self.read())
+
     def close(self) -> None:
         if self._handles and self._nvml is not None:
             _try(self._nvml.nvmlShutdown)

@@ -248,6 +248,4 @@ class Handlers:
                 formatting.ledger_frame(self.supervisor.ledger.records()))
 
     def _gpu_bytes_of(self, pid: int | None) -> int | None:
-        if pid is None or not self.monitor.nvml.available:
-            return None
-        return sum((g.process_used_bytes.get(pid) or 0) for g in self.monitor.nvml.read())
+        return None if pid is None else self.monitor.nvml.process_bytes(pid)

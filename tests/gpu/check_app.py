@@ -21,9 +21,6 @@ from tests.conftest import PROMPTS_DIR, RunningApp  # noqa: E402
 MIB = 2**20
 
 
-def pid_bytes(nvml: NvmlReader, pid: int) -> int:
-    return sum((g.process_used_bytes.get(pid) or 0) for g in nvml.read())
-
 
 def main() -> int:
     precision = sys.argv[1] if len(sys.argv) > 1 else "--fp16"
@@ -45,12 +42,12 @@ def main() -> int:
               f"peak reserved {stats['peak_reserved_bytes'] / MIB:.1f} MiB")
         old = status["pid"]
         time.sleep(1.5)
-        before = pid_bytes(nvml, old)
+        before = nvml.process_bytes(old)
         report = client.predict(api_name="/restart")
         time.sleep(1.5)
-        after_old = pid_bytes(nvml, old)
-        after_new = pid_bytes(nvml, report["new_pid"])
-        web = pid_bytes(nvml, app.proc.pid)
+        after_old = nvml.process_bytes(old)
+        after_new = nvml.process_bytes(report["new_pid"])
+        web = nvml.process_bytes(app.proc.pid)
         print(f"restart {report['duration_s']} s: old pid {old} held {before / MIB:.0f} MiB before, "
               f"{after_old / MIB:.0f} MiB after (must be 0); new pid {report['new_pid']} holds {after_new / MIB:.0f} MiB; "
               f"web process holds {web / MIB:.0f} MiB (must be 0)")

@@ -31,9 +31,6 @@ TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs back home
         "It was a bright cold day in April, and the clocks were striking thirteen.")
 
 
-def pid_bytes(nvml: NvmlReader, pid: int) -> int:
-    return sum((g.process_used_bytes.get(pid) or 0) for g in nvml.read())
-
 
 def check(fp16: bool, prompt_path: Path, nvml: NvmlReader) -> bool:
     label = "fp16" if fp16 else "fp32"
@@ -54,10 +51,10 @@ def check(fp16: bool, prompt_path: Path, nvml: NvmlReader) -> bool:
                   f"peak reserved {stats.peak_reserved_bytes / MIB:.1f} MiB, segments {stats.segments}")
         old = sup.worker_pid
         time.sleep(1.5)  # NVML's per-process figures lag behind allocations
-        before = pid_bytes(nvml, old)
+        before = nvml.process_bytes(old)
         report = sup.restart()
         time.sleep(1.5)
-        after_old, after_new, here = pid_bytes(nvml, old), pid_bytes(nvml, report.new_pid), pid_bytes(nvml, os.getpid())
+        after_old, after_new, here = nvml.process_bytes(old), nvml.process_bytes(report.new_pid), nvml.process_bytes(os.getpid())
         print(f"{label} restart {report.duration_s:.2f} s: old pid {old} held {before / MIB:.0f} MiB before, "
               f"{after_old / MIB:.0f} MiB after (must be 0); new pid {report.new_pid} holds "
               f"{after_new / MIB:.0f} MiB; this process holds {here / MIB:.0f} MiB (must be 0)")

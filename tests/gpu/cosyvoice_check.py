@@ -84,10 +84,10 @@ def run(args, stream: bool) -> bool:
             print(f"| {mode} | {prompt_name} | | | | | | FAILED: {e} |")
     nvml = NvmlReader()
     old = sup.worker_pid
-    before = sum((g.process_used_bytes.get(old) or 0) for g in nvml.read()) if nvml.available else None
+    before = nvml.process_bytes(old)
     report = sup.restart(reason="check")
     time.sleep(1.5)
-    after = sum((g.process_used_bytes.get(old) or 0) for g in nvml.read()) if nvml.available else None
+    after = nvml.process_bytes(old)
     print(f"\nrestart {report.duration_s:.2f} s: old pid {old} held "
           f"{'n/a' if before is None else f'{before / MIB:,.0f} MiB'} before, "
           f"{'n/a' if after is None else f'{after / MIB:,.0f} MiB'} after (must be 0); new pid {report.new_pid}")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not NVML.available, reason=f"needs an NVIDIA GPU
 
 
 def _pid_bytes(pid):
-    return sum((g.process_used_bytes.get(pid) or 0) for g in NVML.read() if pid in g.process_used_bytes)
+    return NVML.process_bytes(pid)
 
 
 def test_worker_owns_cuda_memory_and_restart_frees_it(monkeypatch):
