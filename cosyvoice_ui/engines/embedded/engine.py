@@ -25,7 +25,6 @@ from ..base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
 from .piper_backends import OnnxBackend, TorchBackend
-from ...inputs.text import spell_long_digit_runs  # cleaned text has it done; a direct caller may not
 
 _OUTPUT_RMS_DBFS = -20.0  # level of neutral speech; instructions add their gain to it
 _LIMIT = 0.95  # soft limiter ceiling, so loud styles never clip
@@ -98,7 +97,7 @@ class EmbeddedEngine(Engine):
         p = parsed.prosody
         length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
         t0 = time.perf_counter()
-        sentences = [s for s in self._voice.phonemize(spell_long_digit_runs(read_powers_and_fractions(request.text))) if s]
+        sentences = [s for s in self._voice.phonemize(read_powers_and_fractions(request.text)) if s]
         if not sentences:
             raise ValueError("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
