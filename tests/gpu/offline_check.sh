@@ -2,7 +2,8 @@
 # The worker-level device check on a GPU machine without a package index, from the repository
 # root, after tests/gpu/make_offline_bundle.py made .devbundle/ (see that file for what it needs).
 # Writes its log to $OUT/log when OUT is set. Each part has its own time limit, so a slow part
-# cannot keep the others from running.
+# cannot keep the others from running. With the argument "quick" it stops after the worker check
+# (the benches take about half of the run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
@@ -21,6 +22,7 @@ echo "== CUDA tests (tests/gpu)"; el
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -40
 echo "== worker check (embedded engine on CUDA, fp16 then fp32)"; el
 timeout 120 python3 tests/gpu/check_worker.py
+if [ "${1:-}" = quick ]; then el; echo DONE; exit 0; fi
 echo "== memory vs length, fp16"; el
 timeout 110 python3 bench/memory_vs_length.py --device cuda --engines embedded-torch --repeats 2
 echo "== memory vs length, fp32"; el
