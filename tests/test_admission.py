@@ -154,3 +154,11 @@ def test_digits_count_as_the_words_they_are_read_as():
     numbers = " ".join(["999999999999."] * 15)
     letters = "x" * len(numbers)
     assert _admission(10_000).check((numbers,)).predicted_peak_bytes > 5 * _admission(10_000).check((letters,)).predicted_peak_bytes
+
+
+def test_symbols_count_as_the_words_they_are_read_as():
+    """Forty "≥" in 87 characters were 37 s of audio; a 300-symbol text added twice the memory
+    admission predicted (thirty-second newcomer session)."""
+    symbols = "Go " + " ".join(["≥"] * 40) + " end."
+    letters = "x" * len(symbols)
+    assert _admission(10_000).check((symbols,)).predicted_peak_bytes > 5 * _admission(10_000).check((letters,)).predicted_peak_bytes

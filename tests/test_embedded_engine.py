@@ -199,3 +199,23 @@ def test_every_digit_of_a_long_number_is_spoken(engine):
 
     seconds = {n: len(engine.synthesize(SynthesisRequest(text=clean_text("1" * n))).audio) / 22050 for n in (40, 80)}
     assert 1.7 < seconds[80] / seconds[40] < 2.3, seconds
+
+
+def test_symbols_count_as_the_words_they_are_read_as(engine):
+    """Segments and admission measure text with spoken_chars: forty "≥" ("greater than or equal
+    to" each) counted as 87 characters were 37 s of audio, and a 607-character text of them 258 s
+    in 200-character segments (thirty-second newcomer session). Counted by spoken_chars, a text of
+    symbols is no more speech per character than an ordinary sentence (phonemes as the measure)."""
+    from cosyvoice_ui.engines.embedded.engine import read_powers_and_fractions
+    from cosyvoice_ui.inputs.segments import spoken_chars
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def phonemes_per_char(text: str) -> float:
+        cleaned = clean_text(text)
+        phonemes = "".join("".join(s) for s in engine._voice.phonemize(read_powers_and_fractions(cleaned)))
+        return len(phonemes) / spoken_chars(cleaned)
+
+    plain = phonemes_per_char(SENTENCE)
+    for symbol in "≥ ± ℃ ∑ √ ∞ © → € § ♥ $ +".split():
+        assert phonemes_per_char("Go " + " ".join([symbol] * 10) + " end.") < 1.2 * plain, symbol
+    assert phonemes_per_char("It costs 999999999999 dollars, or 1½ of it.") < 1.2 * plain
