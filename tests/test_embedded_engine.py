@@ -196,6 +196,9 @@ def test_every_digit_of_a_long_number_is_spoken(engine):
     decimals = "14159265358979323846264338327950288419716939937510582097494459"
     assert spoken("Pi is 3." + decimals + ".").count("nˈaɪn") == decimals.count("9")
     assert "bˈɪliən" in spoken("It costs 123456789012 dollars.")  # a 12-digit amount stays an amount
+    # Grouped by commas, too: cut between groups it was read as two amounts (thirty-second newcomer session).
+    assert spoken("Total 999,999,999,999,999,999,999 now.").count("nˈaɪn") == 21
+    assert "bˈɪliən" in spoken("It costs 123,456,789,012 dollars.")
 
     seconds = {n: len(engine.synthesize(SynthesisRequest(text=clean_text("1" * n))).audio) / 22050 for n in (40, 80)}
     assert 1.7 < seconds[80] / seconds[40] < 2.3, seconds

@@ -134,6 +134,8 @@ def test_a_stray_greek_letter_in_a_formula_is_english(text):
     ("Try 10⁽³⁾ now.", "Try 10^(3) now."), ("x⁽ⁿ⁺¹⁾", "x^(n+1)"),  # the exponent was dropped (twenty-eighth)
     ("2ⁿᵈ place", "2nd place"), ("1ˢᵗ", "1st"),  # ordinal suffixes (twenty-ninth)
     ("Items ①②③ here.", "Items 1 2 3 here."), ("⑪⑫", "11 12"),  # circled numbers were joined (thirtieth)
+    ("Items ⒈⒉⒊ here.", "Items 1. 2. 3. here."),  # list markers were "1.2.3.", a decimal (thirty-second)
+    ("Total 999,999,999,999,999 now.", "Total 9 9 9 9 9 9 9 9 9 9 9 9 9 9 9 now."), ("Pay 999,999,999,999 now.", "Pay 999,999,999,999 now."),
     ("H₂O", "H2O"), ("³", "3"),
 ])
 def test_superscripts_and_fractions_keep_apart_from_the_number_before(typed, cleaned):

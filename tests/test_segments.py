@@ -114,16 +114,23 @@ def test_numbers_are_split_by_how_long_they_are_spoken():
     ("Call 555-123-4567/555-987-6543 today, or 2023/2024/2025/2026/2027/2028.", 100),
     ("Number 123456789012 end.", 100),
     ("Pay 12.50 dollars.", 20),
+    ("Please pay 999,999,999,999.99 dollars to account 123,456,789,012.", 60),
+    ("Pay 123456789012.123456789012.", 200),
 ])
 def test_a_number_is_never_cut(text, limit):
     """A word heavier than the limit was cut at the limit, inside a number: an ID became two
-    other numbers, "12.50" lost its "point" (thirtieth newcomer session)."""
+    other numbers, "12.50" lost its "point" (thirtieth newcomer session); grouped by commas,
+    "999,999,999,999" too (thirty-second). The "." after a number as heavy as the limit was a
+    segment alone, which failed the request as "no speech sounds"."""
     import re
 
+    from cosyvoice_ui.inputs.segments import _speakable
+
     segments = split_text(text, limit)
-    numbers = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+    numbers = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?")
     assert len(segments) > 1
     assert [n for s in segments for n in numbers.findall(s)] == numbers.findall(text), segments
+    assert all(_speakable(s) for s in segments), segments
 
 
 def test_symbols_are_split_by_how_long_they_are_spoken():

@@ -70,10 +70,10 @@ def _stripped_len(text: str, a: int, b: int) -> int:
     return spoken_chars(text[a:b].strip())
 
 
-# A number (up to 12 digits, with its decimal part) is never cut: cut inside, "12345678901" or
+# A number (up to 12 digits, grouped by commas or not, with its decimal part) is never cut: cut inside, "12345678901" or
 # "12.50" became two numbers, or lost the "point" (thirtieth newcomer session). Capped, so a
 # segment stays bounded: longer runs are spelled a digit at a time by clean_text anyway.
-_NUMBER = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+_NUMBER = re.compile(r"(?:[0-9]{1,3}(?:,[0-9]{3}){1,3}(?![0-9])|[0-9]{1,12})(?:\.[0-9]{1,12})?")
 
 
 def _hard_cut(text: str, e: int, max_chars: int) -> int:
@@ -133,7 +133,25 @@ def split_text(text: str, max_chars: int) -> list[str]:
             segments[-1] = (segments[-1][0], b, n)
         else:
             segments.append((a, b, n))
-    return [text[a:b].strip() for a, b, _ in segments]
+    return [text[a:b].strip() for a, b in _without_silent_segments(text, [(a, b) for a, b, _ in segments])]
+
+
+def _speakable(segment: str) -> bool:
+    return any(ch.isalnum() or unicodedata.category(ch).startswith("S") for ch in segment)
+
+
+def _without_silent_segments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Punctuation alone (the "." after a number as heavy as the limit) is joined to the segment
+    before it, or after it when first: alone it is no speech, and the engine failed the whole
+    request with "no speech sounds" (thirty-second newcomer session). It adds a few characters
+    over the limit at most."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and (not _speakable(text[a:b]) or not _speakable(text[out[-1][0]:out[-1][1]])):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def _greedy(text: str, parts: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:

@@ -114,7 +114,7 @@ def _mark_powers_and_fractions(text: str) -> str:
     punctuation or a bracketed phrase (``word¹``, ``here.¹``: a footnote marker, not read aloud);
     put a space between a number and the fraction character after it (``1½`` -> ``1 ½``), which
     NFKC then writes as ``1⁄2`` with U+2044 FRACTION SLASH, and spaces around circled numbers
-    (``①②`` -> ``1 2``, not ``12``). Engines read ``^`` and ``⁄`` in their
+    and numbered list markers (``①②`` -> ``1 2``, not ``12``; ``⒈⒉`` -> ``1. 2.``). Engines read ``^`` and ``⁄`` in their
     language (the embedded engine: "10 to the power of 5", "1 and 1 half")."""
     def superscript(m: re.Match) -> str:
         digits = unicodedata.normalize("NFKC", m.group()).replace("\u2212", "-")
@@ -125,7 +125,8 @@ def _mark_powers_and_fractions(text: str) -> str:
 
     def apart(i: int, ch: str) -> str:
         decomposition = unicodedata.decomposition(ch)
-        if decomposition.startswith("<circle>"):  # ①②③ became "123" (thirtieth newcomer session)
+        if decomposition.startswith("<circle>") or unicodedata.name(ch, "").endswith(" FULL STOP"):
+            # ①②③ became "123" (thirtieth newcomer session), the list markers ⒈⒉⒊ "1.2.3." (thirty-second)
             return f" {ch} "
         if i and text[i - 1].isdigit() and decomposition.startswith("<fraction>"):
             return f" {ch}"
@@ -181,14 +182,16 @@ def clean_text(text: str) -> str:
 # (twenty-third newcomer session; counted in the phonemes). Runs longer than a 12-digit amount
 # are spelled digit by digit, a space apart, so every digit is said, by any engine, and a long
 # run can be split into segments between digits rather than cut into short amounts (twenty-ninth).
-_LONG_DIGIT_RUN = re.compile(r"[0-9]{13,}")
+# A number grouped by commas counts its digits the same way: "999,999,999,999,999,999,999" was
+# cut between groups into two amounts (thirty-second newcomer session).
+_LONG_DIGIT_RUN = re.compile(r"[0-9]{13,}|(?<![0-9,])[0-9]{1,3}(?:,[0-9]{3}){4,}(?![0-9])")
 
 
 def spell_long_digit_runs(text: str) -> str:
-    """``text`` with every run of 13 or more ASCII digits written one digit at a time
-    ("1234567890123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3"); shorter numbers are left to the engine,
-    which reads them as amounts."""
-    return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group()), text)
+    """``text`` with every run of 13 or more ASCII digits, also one grouped by commas, written one
+    digit at a time ("1234567890123" and "1,234,567,890,123" -> "1 2 3 4 5 6 7 8 9 0 1 2 3");
+    shorter numbers are left to the engine, which reads them as amounts."""
+    return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group().replace(",", "")), text)
 
 
 _ARABIC_NUMBER_SEPARATORS = {"\u066b": ".", "\u066c": ","}  # ARABIC DECIMAL / THOUSANDS SEPARATOR
