@@ -204,3 +204,46 @@ def test_a_file_too_long_to_read_is_refused_for_its_length_as_a_file(speech, tmp
     samples, sr = speech
     sf.write(tmp_path / "late.wav", np.concatenate([np.zeros(130 * sr, dtype=np.float32), samples[: 4 * sr]]), sr)
     _refused(tmp_path / "late.wav", "file is 134.0 s long", "files over 120 s are not read, silence included")
+
+
+def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_path):
+    """A 5 MB FLAC of 8 channels at 192 kHz (119.5 s, mostly silence) decoded to 734 MB of
+    float32 and took the web process 2 GB higher per upload (thirty-second newcomer session)."""
+    from scipy.signal import resample_poly
+
+    samples, sr = speech
+    high = resample_poly(samples, 192000, sr).astype(np.float32)
+    data = np.zeros((10 * 192000, 8), np.float32)
+    data[:len(high)] = 0.5 * high[:, None]
+    sf.write(tmp_path / "surround.flac", data, 192000, subtype="PCM_16")
+    _refused(tmp_path / "surround.flac", "15.4 million samples", "8 channel(s) at 192000 Hz", "mono at 48 kHz")
+    # Two channels at 48 kHz for nearly the whole 120 s is within the cap.
+    data = np.zeros((119 * 48000, 2), np.float32)
+    at_48k = resample_poly(samples, 48000, sr).astype(np.float32)
+    data[:len(at_48k)] = 0.5 * at_48k[:, None]
+    sf.write(tmp_path / "stereo_long.flac", data, 48000, subtype="PCM_16")
+    assert 4.0 < load_prompt_audio(str(tmp_path / "stereo_long.flac")).seconds < 6.0
+
+
+def test_many_channels_are_refused_while_decoding_a_compressed_file(speech, tmp_path):
+    """Compressed files are counted as they decode (PyAV): 6 channels of AAC at 96 kHz for 22 s."""
+    import av
+    from scipy.signal import resample_poly
+
+    samples, sr = speech
+    high = resample_poly(samples, 96000, sr).astype(np.float32)
+    pcm = np.zeros(22 * 96000, np.float32)
+    pcm[:len(high)] = 0.5 * high
+    path = tmp_path / "surround.m4a"
+    with av.open(str(path), mode="w", format="ipod") as out:
+        stream = out.add_stream("aac", rate=96000, layout="5.1")
+        size = stream.codec_context.frame_size or 1024
+        for start in range(0, len(pcm) - size + 1, size):
+            frame = av.AudioFrame.from_ndarray(np.repeat(pcm[None, start:start + size], 6, axis=0), format="fltp",
+                                               layout="5.1")
+            frame.sample_rate, frame.pts = 96000, start
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    _refused(path, "more than 11.5 million samples", "6 channel(s) at 96000 Hz", "mono at 48 kHz")

@@ -33,6 +33,10 @@ SUPPORTED_FORMATS = "WAV, FLAC, MP3, OGG/Opus, M4A/AAC or WebM"
 # Decoding stops here: a prompt longer than this cannot pass the 30 s check after trimming, and a
 # few kilobytes of low-bitrate Opus can hold hours of audio (found by a newcomer test: 6 h in 17 MB).
 MAX_DECODE_S = 120.0
+# And at most this many samples, all channels together (two channels at 48 kHz for 120 s): a
+# 5 MB FLAC of 8 channels at 192 kHz for 119.5 s decoded to 734 MB of float32, and the checks'
+# copies took the web process 2 GB higher per upload (thirty-second newcomer session).
+MAX_DECODE_SAMPLES = int(MAX_DECODE_S * 48_000 * 2)
 MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # torchaudio's sinc resampler builds a kernel of size (from/gcd) x (to/gcd); for a rate sharing no
 # factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
@@ -138,6 +142,14 @@ def _too_long(seconds: float, at_least: bool = False, stated: bool = False) -> I
         f"(at most {MAX_PROMPT_S:.0f} s of speech is used). Cut a clean 3-10 s stretch of speech.")
 
 
+def _too_many_samples(frames: int, channels: int, rate: int, at_least: bool = False) -> InputError:
+    return InputError(
+        f"The prompt audio file holds {'more than ' if at_least else ''}{frames * channels / 1e6:.1f} million samples "
+        f"({channels} channel(s) at {rate} Hz, {frames / rate:.1f} s); at most {MAX_DECODE_SAMPLES / 1e6:.1f} million "
+        f"are read (two channels at 48 kHz for {MAX_DECODE_S:.0f} s). Cut a clean 3-10 s stretch of speech, or "
+        "export it as mono at 48 kHz or less.")
+
+
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
@@ -149,7 +161,11 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     length_known = 0 < info.frames < 2**62
     if info.samplerate > 0 and length_known and info.frames > MAX_DECODE_S * info.samplerate:
         raise _too_long(info.frames / info.samplerate)  # known from the header: do not decode
-    cap = int(MAX_DECODE_S * info.samplerate) + 1 if info.samplerate > 0 else -1
+    channels = max(1, info.channels)
+    if info.samplerate > 0 and length_known and info.frames * channels > MAX_DECODE_SAMPLES:
+        raise _too_many_samples(info.frames, channels, info.samplerate)
+    cap = (min(int(MAX_DECODE_S * info.samplerate), MAX_DECODE_SAMPLES // channels) + 1
+           if info.samplerate > 0 else -1)
     # A 64-bit float file can hold finite values past float32's range (x1e300): read as float64,
     # they are scaled down below instead of becoming "infinite samples" (twenty-fifth newcomer session).
     dtype = "float64" if info.subtype == "DOUBLE" else "float32"
@@ -157,6 +173,8 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     if data.size == 0:
         raise ValueError("no samples")
     if cap > 0 and data.shape[0] >= cap:
+        if data.shape[0] * channels > MAX_DECODE_SAMPLES:
+            raise _too_many_samples(data.shape[0], channels, int(sr), at_least=True)
         raise _too_long(data.shape[0] / sr, at_least=True)
     return data, int(sr)
 
@@ -179,6 +197,9 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
             for out in resampler.resample(frame):
                 chunks.append(out.to_ndarray())
                 decoded += out.samples
+            channels = chunks[-1].shape[0] if chunks else 1
+            if rate and decoded * channels > MAX_DECODE_SAMPLES and decoded <= MAX_DECODE_S * rate:
+                raise _too_many_samples(decoded, channels, rate, at_least=True)
             if rate and decoded > MAX_DECODE_S * rate:
                 # Containers often carry no reliable duration; stop decoding instead, and give the
                 # length the container states only when it is past where decoding stopped (a
