@@ -119,9 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if settings.stream:  # before the model loads, like every configuration error
-        from cosyvoice_ui.ui.ffmpeg import ensure_ffmpeg_on_path
+    from cosyvoice_ui.temp_files import remove_folders_of_gone_processes
+    from cosyvoice_ui.ui.ffmpeg import FOLDER_PREFIX, ensure_ffmpeg_on_path
 
+    # Also without --stream: the folder of a --stream app killed with SIGKILL stayed until the
+    # next --stream start (thirty-third newcomer session).
+    if removed := remove_folders_of_gone_processes(FOLDER_PREFIX):
+        log.info("removed %d ffmpeg folder(s) of web processes that had ended", removed)
+    if settings.stream:  # before the model loads, like every configuration error
         try:
             log.info("--stream: audio chunks are encoded with %s", ensure_ffmpeg_on_path())
         except RuntimeError as e:

@@ -5,6 +5,10 @@ Gradio deletes the uploads and results it knows of (``delete_cache``), but an up
 disconnects midway stays as a ``tmpXXXXXXXX`` file at the top of its upload folder, in no list;
 finished uploads are moved into hashed subfolders. This sweeper removes such top-level files once
 nothing has been written to them for ``--temp-file-ttl`` (a live upload keeps updating the time).
+Gradio's list lives in the process: a web process killed with SIGKILL left its uploads and results
+in their hashed folders for good (thirty-third newcomer session), so files there older than the
+time-to-live go too, the age ``delete_cache`` itself uses (Gradio touches a cached copy it hands
+out again, so a file in use is never that old).
 """
 
 from __future__ import annotations
@@ -21,10 +25,18 @@ import psutil
 log = logging.getLogger(__name__)
 
 
+def _hash_folder(entry: os.DirEntry) -> bool:
+    """Gradio's folder for one cached file is named by the file's SHA-256 (64 hex digits)."""
+    return len(entry.name) == 64 and all(c in "0123456789abcdef" for c in entry.name) and \
+        entry.is_dir(follow_symlinks=False)
+
+
 def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None) -> list[str]:
     """Delete regular files named ``tmp*`` directly in ``folder`` not modified for ``ttl_s`` seconds,
-    and the empty subfolders Gradio leaves behind once ``delete_cache`` removed their file (one per
-    upload or result: over days they pile up by the thousand).
+    regular files in Gradio's hashed subfolders (64 hex digits) not modified (nor touched by
+    Gradio) for ``ttl_s`` seconds (those of a process killed before its ``delete_cache`` ran), and the empty
+    subfolders Gradio leaves behind once ``delete_cache`` removed their file (one per upload or
+    result: over days they pile up by the thousand).
 
     Returns:
         The paths deleted. Missing folders and files that vanish meanwhile are not errors.
@@ -38,6 +50,12 @@ def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None)
     for entry in entries:
         try:
             old = now - entry.stat(follow_symlinks=False).st_mtime > ttl_s
+            if _hash_folder(entry):
+                for inner in os.scandir(entry.path):
+                    if inner.is_file(follow_symlinks=False) and now - inner.stat(follow_symlinks=False).st_mtime > ttl_s:
+                        os.unlink(inner.path)
+                        deleted.append(inner.path)
+                        old = True  # its folder goes now if that emptied it
             if old and entry.name.startswith("tmp") and entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
                 deleted.append(entry.path)
@@ -59,7 +77,7 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
             time.sleep(interval_s)
             deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
             if deleted:
-                log.info("deleted %d abandoned partial upload(s) or empty folder(s) older than %.0f s",
+                log.info("deleted %d abandoned partial upload(s), left-behind file(s) or empty folder(s) older than %.0f s",
                          len(deleted), ttl_s)
 
     thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)

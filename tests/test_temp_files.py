@@ -94,6 +94,42 @@ def test_temp_files_are_deleted_after_their_time_to_live(tmp_path):
         app.stop()
 
 
+def test_files_of_a_web_process_killed_with_sigkill_are_deleted_by_the_next(tmp_path):
+    """Gradio keeps its list of files to delete in the process: after a SIGKILL the uploads and
+    results stayed for good, also under a later app on the same folder (thirty-third newcomer
+    session). The next app's sweeper deletes them once they are older than the time-to-live."""
+    import psutil
+
+    first_app = _start(tmp_path, TTL_FLAG, "3")
+    try:
+        first_app.wait_healthy()
+        _synthesize(first_app)
+        left = _request_files(first_app)
+        assert left, "nothing was written to Gradio's cache"
+        children = psutil.Process(first_app.proc.pid).children(recursive=True)
+        first_app.proc.kill()
+        first_app.proc.wait()
+        for child in children:  # the worker ends with its pipe; not waited on here
+            child.kill() if child.is_running() else None
+        time.sleep(4)
+        assert set(left) <= set(_request_files(first_app)), "Gradio deleted them after all: nothing to test"
+    finally:
+        first_app.stop()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADIO_TEMP_DIR", str(first_app.temp_dir))
+        second_app = RunningApp(TTL_FLAG, "3")
+    second_app.temp_dir = first_app.temp_dir
+    try:
+        second_app.wait_healthy()
+        deadline = time.monotonic() + 20.0
+        while time.monotonic() < deadline and set(left) & set(_request_files(second_app)):
+            time.sleep(0.5)
+        assert not set(left) & set(_request_files(second_app)), "the killed process's files are still there"
+        _synthesize(second_app)
+    finally:
+        second_app.stop()
+
+
 def _abandoned_upload(app, source: Path, send_bytes: int) -> None:
     """Start a multipart upload of ``source`` declaring its full size, send ``send_bytes`` of it,
     then drop the connection (a browser tab closed mid-upload)."""
@@ -159,9 +195,18 @@ def test_sweeper_removes_old_partial_uploads_and_empty_folders_only(tmp_path):
     full.mkdir()
     (full / "audio.wav").write_bytes(b"RIFF")
     os.utime(full, (1000, 1000))
+    # Gradio's folders are named by a SHA-256: an old file there is one no live process touched.
+    cached_old = tmp_path / ("cd" * 32)
+    cached_old.mkdir()
+    old_result = make(cached_old / "audio.wav", True)
+    cached_new = tmp_path / ("ef" * 32)
+    cached_new.mkdir()
+    new_result = make(cached_new / "audio.wav", False)
+    old_in_other_folder = make(full / "old.wav", True)
     deleted = set(sweep_abandoned_uploads(str(tmp_path), ttl_s=60))
-    assert deleted == {str(old_partial), str(old_empty)}
+    assert deleted == {str(old_partial), str(old_empty), str(old_result), str(cached_old)}
     assert new_partial.exists() and other.exists() and full.exists()
+    assert new_result.exists() and old_in_other_folder.exists()
 
 
 def test_default_temp_folder_is_the_apps_own(tmp_path):
@@ -175,6 +220,15 @@ def test_default_temp_folder_is_the_apps_own(tmp_path):
     foreign = temp / "gradio" / "tmpforeign1"
     foreign.write_bytes(b"another app's upload in progress")
     os.utime(foreign, (1000, 1000))
+    # The ffmpeg folder of a --stream app killed with SIGKILL goes at the next start, also one
+    # without --stream (thirty-third newcomer session).
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    killed_apps_ffmpeg = temp / f"cosyvoice-ui-ffmpeg-{ended.pid}-abc"
+    killed_apps_ffmpeg.mkdir()
     app = RunningApp(TTL_FLAG, "2", env={"TMPDIR": str(temp), "GRADIO_TEMP_DIR": ""})
     try:
         app.wait_healthy()
@@ -182,5 +236,6 @@ def test_default_temp_folder_is_the_apps_own(tmp_path):
         time.sleep(4)  # more than one sweep (every ttl/6 s, at least 1 s)
         assert foreign.exists(), "the sweeper deleted another app's file"
         assert (temp / "cosyvoice_ui").is_dir()
+        assert not killed_apps_ffmpeg.exists()
     finally:
         app.stop()
