@@ -353,6 +353,11 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
     if values["metrics_token"] is not None and not values["metrics_token"].strip():
         parser.error("--metrics-token must not be empty; leave it unset to keep /metrics and /healthz open")
+    if values["metrics_token"] is not None and not re.fullmatch(r"[A-Za-z0-9._~+/-]+=*", values["metrics_token"]):
+        # RFC 6750's token68 syntax: HTTP sends header bytes as Latin-1, so "tøken" sent by curl in
+        # UTF-8 never matched, and a space cannot be sent at all (thirty-third newcomer session).
+        parser.error("--metrics-token may hold only ASCII letters, digits and - . _ ~ + / (a bearer token, RFC 6750); "
+                     "it has a space or another character. Generate one with: openssl rand -hex 32")
     if values["restart_cooldown_s"] < 0:
         parser.error(f"--restart-cooldown must be 0 (off) or more seconds, got {values['restart_cooldown_s']:g}")
     if values["leak_threshold_mb"] < 0 or not 0 <= values["leak_threshold_fraction"] <= 1:

@@ -30,6 +30,8 @@ from .conftest import ROOT, free_port
     (["--auth", "alice"], "--auth must look like USER:PASSWORD"),
     (["--metrics-token", ""], "--metrics-token must not be empty"),
     (["--metrics-token", "  "], "--metrics-token must not be empty"),
+    # Never matched a UTF-8 client, nor could a space be sent (thirty-third newcomer session).
+    (["--metrics-token", "tøken"], "only ASCII letters, digits"), (["--metrics-token", "two words"], "openssl rand -hex 32"),
     (["--device", "gpu"], "--device 'gpu': use auto, cpu, cuda or cuda:N"),
     (["--ledger", "{tmp}"], "is a folder; give a file name inside it"),
     (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
