@@ -64,3 +64,23 @@ def test_restart_presses_join_then_cool_down(tmp_path, monkeypatch):
         assert log.count("a Restart press joined the restart under way") == 2, log[-2000:]
     finally:
         app.stop()
+
+
+def test_a_restart_that_only_loaded_the_model_says_so_in_the_cooldown(tmp_path, monkeypatch):
+    """After an idle unload there is no worker to replace: Restart loads the model. The cooldown's
+    refusal said "The worker was restarted 29 s ago" (thirty-third newcomer session)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-cooldown", "60",
+                     "--idle-unload-after", "1")
+    try:
+        app.wait_healthy()
+        deadline = time.monotonic() + 30
+        while app.status()["state"] != "unloaded" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        client = Client(app.url, verbose=False)
+        report = client.predict(api_name="/restart")
+        assert report["old_pid"] is None and report["new_pid"], report
+        with pytest.raises(Exception, match=r"The model was loaded by a Restart \d+ s ago; Restart is allowed once"):
+            client.predict(api_name="/restart")
+    finally:
+        app.stop()

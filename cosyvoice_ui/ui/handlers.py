@@ -62,6 +62,7 @@ class Handlers:
         self._restart_lock = threading.Lock()
         self._restart_under_way: concurrent.futures.Future | None = None  # of the RestartReport
         self._last_restart_end: float | None = None  # time.monotonic()
+        self._last_restart_only_loaded = False  # that restart had no worker to replace (it loaded the model)
 
     def synthesize(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
@@ -163,6 +164,8 @@ class Handlers:
                 with self._restart_lock:
                     self._restart_under_way = None
                     self._last_restart_end = time.monotonic()
+                    done = under_way.done() and under_way.exception() is None
+                    self._last_restart_only_loaded = done and under_way.result().old_pid is None
         try:
             report = under_way.result()
         except UserFacingError as e:
@@ -180,7 +183,11 @@ class Handlers:
         since_s = None if self._last_restart_end is None else time.monotonic() - self._last_restart_end
         if since_s is not None and since_s < cooldown_s:
             wait_s = math.ceil(cooldown_s - since_s)
-            message = (f"The worker was restarted {int(since_s)} s ago; Restart is allowed once every "
+            # A press while no worker was loaded (idle unload) only loaded the model: "the worker
+            # was restarted" named a replacement that never happened (thirty-third newcomer session).
+            what = ("The model was loaded by a Restart" if self._last_restart_only_loaded
+                    else "The worker was restarted")
+            message = (f"{what} {int(since_s)} s ago; Restart is allowed once every "
                        f"{seconds_text(cooldown_s)} s (--restart-cooldown). Try again in {wait_s} s.")
             log.info("refused a restart: %s", message)
             # The pop-up closes when Restart is allowed again: "Try again in 9 s" stayed up past that.
