@@ -352,6 +352,20 @@ def _hum_over(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
     return (y / np.max(np.abs(y)) * 0.9).astype(np.float32), sr
 
 
+def under_speech(x: np.ndarray, sr: int, db: float, lines_hz: dict[float, float]) -> tuple[np.ndarray, int]:
+    """``x`` with steady sines (frequency -> relative amplitude) ``db`` decibels under the speech's
+    level (RMS of its samples over 0.01), as a hum, a beep or rumble would be recorded."""
+    t = np.arange(len(x)) / sr
+    wave = sum(a * np.sin(2 * np.pi * hz * t) for hz, a in lines_hz.items())
+    wave = wave / np.sqrt(np.mean(wave ** 2))
+    level = float(np.sqrt(np.mean(x[np.abs(x) > 0.01] ** 2)))
+    y = 0.4 * x + 0.4 * level * 10 ** (db / 20) * wave
+    return y.astype(np.float32), sr
+
+
+MAINS_HUM = {60.0: 1.0, 180.0: 0.5, 300.0: 0.3}
+
+
 def _two_tone_alarm(period_s: float = 0.5, sr: int = 24000) -> np.ndarray:
     t = np.arange(4 * sr) / sr
     hz = np.where((t // period_s).astype(int) % 2 == 0, 400.0, 500.0)
@@ -527,6 +541,16 @@ CASES: tuple[Case, ...] = (
          _wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(4 * 24000) / 24000)).astype(np.float32), 24000)),
     Case("hum_over_speech", "hum_over_speech.wav", False, ("steady tone", "50 Hz", "hum"),
          "speech under a 50 Hz hum twice as loud as the speech's peak", _speech_wav(_hum_over)),
+    Case("mains_hum_under_speech", "hum_under.wav", True, ("steady tone under the speech", "about 60, 18"),
+         "60 Hz mains hum with harmonics 20 dB under the speech (a female voice's pitch was taken as 104 Hz, not "
+         "155 Hz; thirty-second newcomer session): filtered out", _speech_wav(
+             lambda x, sr: under_speech(x, sr, -20, MAINS_HUM), prompt="xtts_female.wav")),
+    Case("tone_under_speech", "tone_under.wav", True, ("steady tone under the speech", "220 Hz"),
+         "a 220 Hz tone 6 dB under a male voice (its pitch was taken as 161 Hz, not 101 Hz): filtered out",
+         _speech_wav(lambda x, sr: under_speech(x, sr, -6, {220.0: 1.0}), prompt="xtts_male.wav")),
+    Case("rumble_45hz_under_speech", "rumble_under.wav", True, ("steady tone under the speech", "45 Hz"),
+         "a 45 Hz rumble 6 dB under the speech, above the 30 Hz high-pass (refused as 'no voiced speech')",
+         _speech_wav(lambda x, sr: under_speech(x, sr, -6, {45.0: 1.0}), prompt="xtts_male.wav")),
     Case("two_tone_alarm", "alarm.wav", False, ("steady tones", "400 and 500 Hz"),
          "a siren alternating 400 and 500 Hz every 0.5 s (refused as 'about 450 Hz', a tone it does not hold)",
          _wav(_two_tone_alarm(), 24000)),

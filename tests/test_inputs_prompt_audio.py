@@ -247,3 +247,38 @@ def test_many_channels_are_refused_while_decoding_a_compressed_file(speech, tmp_
         for packet in stream.encode(None):
             out.mux(packet)
     _refused(path, "more than 11.5 million samples", "6 channel(s) at 96000 Hz", "mono at 48 kHz")
+
+
+@pytest.mark.parametrize("prompt, db, lines_hz", [
+    ("xtts_female.wav", -20, "mains"), ("xtts_female.wav", -6, "mains"), ("xtts_male.wav", -6, {220.0: 1.0}),
+    ("xtts_male.wav", -12, {150.0: 1.0}), ("xtts_male.wav", -6, {45.0: 1.0}), ("xtts_female.wav", -10, {40.0: 1.0}),
+])
+def test_a_steady_tone_under_the_speech_does_not_become_its_pitch(prompt, db, lines_hz, tmp_path):
+    """WORLD's pitch tracker, which the embedded engine clones the pitch with, locks onto a steady
+    line: mains hum 20 dB under a female voice gave 104 Hz for her 155 Hz, a 220 Hz tone 6 dB under
+    a male voice 161 Hz for his 101 Hz, a 45 Hz rumble "no voiced speech" (thirty-second newcomer
+    session). The lines are found and notched; the pitch stays within 1.5 semitones."""
+    from cosyvoice_ui.engines.embedded import voice_conversion as vc
+
+    from .make_hostile_corpus import MAINS_HUM, under_speech
+
+    def pitch_hz(samples):
+        return float(np.exp(vc.profile_from_features(vc.analyze(samples, PROMPT_SAMPLE_RATE_HZ)).log_f0_mean))
+
+    clean = load_prompt_audio(str(PROMPTS_DIR / prompt))
+    assert not any("steady tone" in n for n in clean.notes)
+    samples, sr = audio_corpus.read(PROMPTS_DIR / prompt)
+    sf.write(tmp_path / "noisy.wav", under_speech(samples, sr, db, MAINS_HUM if lines_hz == "mains" else lines_hz)[0],
+             sr, subtype="PCM_16")
+    noisy = load_prompt_audio(str(tmp_path / "noisy.wav"))
+    assert any("steady tone under the speech" in n for n in noisy.notes), noisy.notes
+    semitones = 12 * np.log2(pitch_hz(noisy.samples) / pitch_hz(clean.samples))
+    assert abs(semitones) < 1.5, semitones
+
+
+def test_no_real_prompt_has_a_steady_line():
+    """The notch takes a little of the voice: it must not run on clean recordings."""
+    from cosyvoice_ui.inputs.prompt_audio import steady_lines_hz
+
+    for path in prompt_files():
+        assert steady_lines_hz(load_prompt_audio(str(path)).samples, PROMPT_SAMPLE_RATE_HZ) == (), path.name

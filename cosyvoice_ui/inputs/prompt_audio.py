@@ -384,6 +384,101 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
     return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
 
 
+_LINE_WINDOW_S = 0.5  # 2 Hz bins
+_LINE_PROMINENCE_DB = 12.0  # the real prompts' highest is 9.3 dB (f5_main.flac)
+_LINE_NEIGHBOURS_HZ = 30.0
+_LINE_BAND_HZ = (25.0, 4000.0)
+_MAX_LINES = 8
+_HUM_BELOW_HZ = 70.0  # a line this low (mains at 50/60 Hz, rumble) brings its harmonics with it
+_HARMONIC_PROMINENCE_DB = 6.0
+_NOTCH_WIDTH_HZ = 8.0
+
+
+def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
+    """Frequencies (Hz, ascending, at most 8) of steady lines under speech: mains hum and its
+    harmonics, a beep, an alarm or rumble at a constant frequency. Under 70 Hz a line's harmonics
+    (up to the 12th) count from 6 dB of prominence.
+
+    A voice's harmonics move with its pitch, so over many windows no frequency keeps a fixed share
+    of the power; a steady tone does. Per 0.5 s Hann window within 40 dB of the loudest, the power
+    spectrum is divided by the window's power; the median over the windows at each frequency is
+    compared with the median over its neighbours (within 30 Hz): a local peak at least 12 dB above
+    them, between 25 Hz and 4 kHz, is a line. In the real prompts no frequency comes within 9.3 dB
+    (f5_main.flac); a 150 Hz tone 20 dB under the speech is 13-30 dB, mains hum 30 dB under it
+    15-28 dB at 60 Hz (``/tmp/s9/proto.py``, a throwaway script of the ninth session). Each line's
+    frequency is refined to 0.1 Hz from the spectrum of the whole signal.
+
+    Args:
+        samples: float32, shape ``(n,)``, mono, trimmed prompt.
+        sample_rate_hz: its rate.
+    """
+    from scipy.ndimage import median_filter
+
+    n = int(_LINE_WINDOW_S * sample_rate_hz)
+    if len(samples) < 4 * n:
+        return ()
+    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), n)[::n // 2] * np.hanning(n)
+    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+    total = power.sum(axis=1)
+    audible = total > total.max() * 1e-4
+    if audible.sum() < 4:
+        return ()
+    share = np.median(power[audible] / total[audible, None], axis=0)
+    freqs = np.fft.rfftfreq(n, 1.0 / sample_rate_hz)
+    neighbours = median_filter(share, size=2 * int(_LINE_NEIGHBOURS_HZ / (freqs[1] - freqs[0])) + 1, mode="nearest")
+    prominence = share / np.maximum(neighbours, 1e-30)
+    candidates = [i for i in np.flatnonzero((freqs >= _LINE_BAND_HZ[0]) & (freqs <= _LINE_BAND_HZ[1]))
+                  if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()]
+    # Mains hum's harmonics are weaker than its fundamental; left in, they alone moved the pitch
+    # WORLD found (a female voice's 155 Hz became 186 Hz with 60 Hz notched and 180 Hz left).
+    step = freqs[1] - freqs[0]
+    for i in list(candidates):
+        if freqs[i] < _HUM_BELOW_HZ:
+            for k in range(2, 13):
+                j = int(round(k * freqs[i] / step))
+                j = j - 1 + int(np.argmax(prominence[j - 1:j + 2])) if j + 2 <= len(freqs) else j
+                if j < len(freqs) and prominence[j] >= 10 ** (_HARMONIC_PROMINENCE_DB / 10) and j not in candidates:
+                    candidates.append(j)
+    candidates = sorted(candidates, key=lambda i: share[i], reverse=True)[:_MAX_LINES]
+    if not candidates:
+        return ()
+    # 0.1 Hz from the whole signal: a notch 4 Hz wide set 1 Hz off the tone leaves much of it.
+    fine = np.abs(np.fft.rfft(samples.astype(np.float64), n=max(len(samples), 10 * sample_rate_hz))) ** 2
+    fine_freqs = np.fft.rfftfreq(max(len(samples), 10 * sample_rate_hz), 1.0 / sample_rate_hz)
+    found = []
+    for i in candidates:
+        near = np.flatnonzero(np.abs(fine_freqs - freqs[i]) <= freqs[1] - freqs[0])
+        found.append(round(float(fine_freqs[near[np.argmax(fine[near])]]), 1))
+    return tuple(sorted(found))
+
+
+def remove_steady_lines(samples: np.ndarray, sample_rate_hz: int, lines_hz: tuple[float, ...]) -> np.ndarray:
+    """Notch each frequency out (torchaudio band-reject biquads, 8 Hz wide, twice each).
+
+    Mains hum 20 dB under a female voice (155 Hz) made the voice conversion take 104 Hz for her
+    pitch, a 220 Hz tone 6 dB under a male voice (101 Hz) 161 Hz, rumble at 40 Hz 10 dB under it
+    137 Hz, and rumble at 45 Hz 6 dB under it left "no voiced speech" (thirty-second newcomer
+    session; WORLD's DIO locks onto a steady line). With the line notched they were 162, 102 and
+    106 Hz (clean: 155 and 101 Hz). The notch moves DIO's pitch too, by up to 1.3 semitones on a
+    clean prompt (three notches at 60, 180, 300 Hz under xtts_female.wav); 8 Hz was the best width
+    of 1-12 Hz on six such cases (``/tmp/s9/dbg2.py``, ``dbg3.py``, throwaway, ninth session).
+
+    Args:
+        samples: float32, shape ``(n,)``, mono.
+        lines_hz: from :func:`steady_lines_hz`.
+    Returns:
+        float32, shape ``(n,)``.
+    """
+    import torch
+    import torchaudio.functional as F
+
+    x = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
+    for hz in lines_hz:
+        for _ in range(2):
+            x = F.bandreject_biquad(x, sample_rate_hz, hz, Q=hz / _NOTCH_WIDTH_HZ)
+    return x.numpy()
+
+
 def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms in all" if seconds >= 0.001 else "under 1 ms in all"
 
@@ -479,6 +574,13 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         raise InputError(f"The prompt audio is {what} for most of its length: a test "
                          "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
                          "hum louder than itself: filter the hum out first)." + scaled_hint)
+    lines_hz = steady_lines_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
+    if lines_hz:
+        trimmed = remove_steady_lines(trimmed, PROMPT_SAMPLE_RATE_HZ, lines_hz)
+        named = (f"about {lines_hz[0]:.0f} Hz" if len(lines_hz) == 1 else
+                 "about " + ", ".join(f"{hz:.0f}" for hz in lines_hz[:-1]) + f" and {lines_hz[-1]:.0f} Hz")
+        notes.append(f"The prompt has a steady tone under the speech ({named}: mains hum, a beep, an alarm or "
+                     "rumble); it was filtered out, since it would have been taken for the voice's pitch.")
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
     if clipped > 0.001:
