@@ -209,17 +209,17 @@ def test_a_file_too_long_to_read_is_refused_for_its_length_as_a_file(speech, tmp
 def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_path):
     """A 5 MB FLAC of 8 channels at 192 kHz (119.5 s, mostly silence) decoded to 734 MB of
     float32 and took the web process 2 GB higher per upload (thirty-second newcomer session)."""
-    from scipy.signal import resample_poly
+    from cosyvoice_ui.inputs.prompt_audio import resample
 
     samples, sr = speech
-    high = resample_poly(samples, 192000, sr).astype(np.float32)
+    high = resample(samples, sr, 192000).astype(np.float32)
     data = np.zeros((10 * 192000, 8), np.float32)
     data[:len(high)] = 0.5 * high[:, None]
     sf.write(tmp_path / "surround.flac", data, 192000, subtype="PCM_16")
     _refused(tmp_path / "surround.flac", "15.4 million samples", "8 channel(s) at 192000 Hz", "mono at 48 kHz")
     # Two channels at 48 kHz for nearly the whole 120 s is within the cap.
     data = np.zeros((119 * 48000, 2), np.float32)
-    at_48k = resample_poly(samples, 48000, sr).astype(np.float32)
+    at_48k = resample(samples, sr, 48000).astype(np.float32)
     data[:len(at_48k)] = 0.5 * at_48k[:, None]
     sf.write(tmp_path / "stereo_long.flac", data, 48000, subtype="PCM_16")
     assert 4.0 < load_prompt_audio(str(tmp_path / "stereo_long.flac")).seconds < 6.0
@@ -228,10 +228,10 @@ def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_pa
 def test_many_channels_are_refused_while_decoding_a_compressed_file(speech, tmp_path):
     """Compressed files are counted as they decode (PyAV): 6 channels of AAC at 96 kHz for 22 s."""
     import av
-    from scipy.signal import resample_poly
+    from cosyvoice_ui.inputs.prompt_audio import resample
 
     samples, sr = speech
-    high = resample_poly(samples, 96000, sr).astype(np.float32)
+    high = resample(samples, sr, 96000).astype(np.float32)
     pcm = np.zeros(22 * 96000, np.float32)
     pcm[:len(high)] = 0.5 * high
     path = tmp_path / "surround.m4a"

@@ -412,8 +412,6 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
         samples: float32, shape ``(n,)``, mono, trimmed prompt.
         sample_rate_hz: its rate.
     """
-    from scipy.ndimage import median_filter
-
     n = int(_LINE_WINDOW_S * sample_rate_hz)
     if len(samples) < 4 * n:
         return ()
@@ -425,7 +423,9 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
         return ()
     share = np.median(power[audible] / total[audible, None], axis=0)
     freqs = np.fft.rfftfreq(n, 1.0 / sample_rate_hz)
-    neighbours = median_filter(share, size=2 * int(_LINE_NEIGHBOURS_HZ / (freqs[1] - freqs[0])) + 1, mode="nearest")
+    half = int(_LINE_NEIGHBOURS_HZ / (freqs[1] - freqs[0]))
+    padded = np.pad(share, half, mode="edge")
+    neighbours = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
     prominence = share / np.maximum(neighbours, 1e-30)
     candidates = [i for i in np.flatnonzero((freqs >= _LINE_BAND_HZ[0]) & (freqs <= _LINE_BAND_HZ[1]))
                   if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()]
