@@ -219,6 +219,6 @@ def test_symbols_count_as_the_words_they_are_read_as(engine):
         return len(phonemes) / spoken_chars(cleaned)
 
     plain = phonemes_per_char(SENTENCE)
-    for symbol in "≥ ± ℃ ∑ √ ∞ © → € § ♥ $ +".split():
+    for symbol in "≥ ± ℃ ∑ √ ∞ © → € § ¶ \\ ♥ $ +".split():
         assert phonemes_per_char("Go " + " ".join([symbol] * 10) + " end.") < 1.2 * plain, symbol
     assert phonemes_per_char("It costs 999999999999 dollars, or 1½ of it.") < 1.2 * plain

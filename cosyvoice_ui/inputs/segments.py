@@ -46,7 +46,7 @@ SPOKEN_CHARS_PER_DIGIT = 10
 # (categories Sm, Sc, Sk, So: math, currency, arrows, ©, °, emoji) and the punctuation that is
 # read as a word counts as this many, about the longest such reading.
 SPOKEN_CHARS_PER_SYMBOL = 20
-_WORDLIKE_PUNCTUATION = frozenset("%‰‱&@#§¶†‡*")
+_WORDLIKE_PUNCTUATION = frozenset("%‰‱&@#§¶†‡*\\")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -137,7 +137,9 @@ def split_text(text: str, max_chars: int) -> list[str]:
 
 
 def _speakable(segment: str) -> bool:
-    return any(ch.isalnum() or unicodedata.category(ch).startswith("S") for ch in segment)
+    # Letters, digits and what is read as a word (symbols, "§ % &"): "§" alone was taken for a
+    # pause and a hundred of them joined into one 41 s segment (thirty-fourth newcomer session).
+    return any(ch.isalnum() or _weight(ch) > 1 for ch in segment)
 
 
 def _without_silent_segments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
