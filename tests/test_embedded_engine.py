@@ -222,3 +222,27 @@ def test_symbols_count_as_the_words_they_are_read_as(engine):
     for symbol in "≥ ± ℃ ∑ √ ∞ © → € § ¶ \\ ♥ $ +".split():
         assert phonemes_per_char("Go " + " ".join([symbol] * 10) + " end.") < 1.2 * plain, symbol
     assert phonemes_per_char("It costs 999999999999 dollars, or 1½ of it.") < 1.2 * plain
+
+
+def test_a_segment_of_unspoken_symbols_is_skipped_not_fatal(engine):
+    """A line of box-drawing characters between paragraphs became segments of their own, which
+    espeak says nothing for, and the whole request failed with "no speech sounds" (thirty-fourth
+    newcomer session). Such segments are skipped with a note; text of nothing else is still refused."""
+    from cosyvoice_ui.engines.base import NoSpeechSounds
+    from cosyvoice_ui.engines.long_text import synthesize_segments
+    from cosyvoice_ui.inputs.segments import split_text
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def run(text):
+        cleaned = clean_text(text)
+        chunks = []
+        summary = synthesize_segments(engine, SynthesisRequest(text=cleaned, segments=tuple(split_text(cleaned, 200))),
+                                      lambda i, audio, rate: chunks.append(audio))
+        return np.concatenate(chunks), summary
+
+    words, _ = run("First part of the story. Second part of the story.")
+    audio, summary = run("First part of the story.\n" + "─" * 30 + "\nSecond part of the story.")
+    assert abs(len(audio) - len(words)) < 0.25 * len(words), (len(audio), len(words))
+    assert any("had nothing the voice can say" in n and "were skipped" in n for n in summary.notes), summary.notes
+    with pytest.raises(NoSpeechSounds):
+        run("⇒" * 40)

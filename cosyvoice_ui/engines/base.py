@@ -15,6 +15,11 @@ from typing import ClassVar, Iterator
 import numpy as np
 
 
+class NoSpeechSounds(ValueError):
+    """The text (or one segment of it) gave the engine nothing to say: symbols it does not read,
+    such as a line of "─" or "⇒" between paragraphs."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What an engine can do, known before it is loaded.

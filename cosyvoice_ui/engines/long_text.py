@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .base import Engine, SynthesisRequest
+from .base import Engine, NoSpeechSounds, SynthesisRequest
 from .output_check import check_chunk, check_not_silent
 
 CROSSFADE_S = 0.05
@@ -69,6 +69,7 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         # reproduces the whole result (segment i uses seed + 1000 * i).
         request = dataclasses.replace(request, seed=random.SystemRandom().randrange(MAX_DRAWN_SEED + 1))
     notes: list[str] = []
+    skipped: list[str] = []  # segments that had nothing to say
     details: dict = {}
     rate = 0
     samples = 0
@@ -77,19 +78,32 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         if i and abandoned is not None and abandoned():
             raise RequestAbandoned(f"the client left; stopped after {i} of {len(segments)} segments")
         seed = request.seed + 1000 * i if request.seed >= 0 else -1
-        for out in engine.synthesize_stream(dataclasses.replace(request, text=text, segments=(), seed=seed)):
-            rate = rate or out.sample_rate_hz
-            if out.sample_rate_hz != rate:
-                raise RuntimeError(f"engine changed sample rate mid-request ({rate} -> {out.sample_rate_hz} Hz)")
-            notes.extend(n for n in out.notes if n not in notes)
-            if not details:
-                details = dict(out.details)
-            audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
-            peak = max(peak, check_chunk(audio))
-            samples += len(audio)
-            on_chunk(i, audio, rate)
+        try:
+            for out in engine.synthesize_stream(dataclasses.replace(request, text=text, segments=(), seed=seed)):
+                rate = rate or out.sample_rate_hz
+                if out.sample_rate_hz != rate:
+                    raise RuntimeError(f"engine changed sample rate mid-request ({rate} -> {out.sample_rate_hz} Hz)")
+                notes.extend(n for n in out.notes if n not in notes)
+                if not details:
+                    details = dict(out.details)
+                audio = np.asarray(out.audio, dtype=np.float32).reshape(-1)
+                peak = max(peak, check_chunk(audio))
+                samples += len(audio)
+                on_chunk(i, audio, rate)
+        except NoSpeechSounds:
+            # A line of "─" or "⇒" between paragraphs is a segment of its own and says nothing: it
+            # failed the whole request as "no speech sounds" (thirty-fourth newcomer session).
+            if len(segments) == 1:
+                raise
+            skipped.append(text)
         if on_progress is not None:
             on_progress(i + 1, len(segments))
+    if skipped:
+        if len(skipped) == len(segments):
+            raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
+        shown = ", ".join(repr(t if len(t) <= 20 else t[:20] + "…") for t in skipped[:3])
+        notes.append(f"{len(skipped)} of {len(segments)} segments had nothing the voice can say (only symbols "
+                     f"it does not read: {shown}{', …' if len(skipped) > 3 else ''}) and were skipped.")
     check_not_silent(peak, samples)
     details["segments"] = len(segments)
     details["seed"] = request.seed if engine.applies_seed else None

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
+from ..base import Capabilities, Engine, NoSpeechSounds, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
 from .piper_backends import OnnxBackend, TorchBackend
@@ -99,7 +99,7 @@ class EmbeddedEngine(Engine):
         t0 = time.perf_counter()
         sentences = [s for s in self._voice.phonemize(read_powers_and_fractions(request.text)) if s]
         if not sentences:
-            raise ValueError("The text produced no speech sounds. Type words rather than only symbols.")
+            raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
         for i, phonemes in enumerate(sentences):
             ids = self._voice.phonemes_to_ids(phonemes)
