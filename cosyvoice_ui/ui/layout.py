@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 
 from . import formatting
@@ -14,6 +16,8 @@ SPEED_MIN, SPEED_MAX = 0.5, 2.0
 # above it, and clips the block: the legend under the chart (the names of the lines) was cut
 # off. Let it show, with room kept below for it.
 PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
+# Run by the page on load: gives recordings that Chromium calls video (.webm) an audio type.
+RECORDING_TYPES_JS = (Path(__file__).with_name("recording_types.js")).read_text(encoding="utf-8")
 
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).

@@ -112,6 +112,24 @@ def test_invalid_upload_shows_readable_error_and_page_still_works(browser, app, 
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
 
 
+@pytest.mark.parametrize("maker", ["webm_opus", "m4a_aac"])
+def test_browser_recordings_saved_as_files_are_accepted(browser, app, tmp_path, maker):
+    """Chromium gives a .webm file the type video/webm, and Gradio's audio upload accepts only
+    audio/* types: a browser recording saved as .webm was refused ("Invalid file type") and the
+    request ran in the built-in voice (thirty-fifth newcomer session)."""
+    from .. import audio_corpus, make_hostile_corpus
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    path = getattr(make_hostile_corpus, maker)(samples, sr, tmp_path)
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(path))
+    page.locator("#text textarea").fill("A recording saved by the browser.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    stats = _stats_text(page)
+    assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+
+
 def test_chinese_interface_follows_browser_language(browser, app):
     page = _page(browser, app, locale="zh-CN")
     page.get_by_text("重启应用").first.wait_for(timeout=10_000)
