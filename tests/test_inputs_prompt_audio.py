@@ -282,3 +282,14 @@ def test_no_real_prompt_has_a_steady_line():
 
     for path in prompt_files():
         assert steady_lines_hz(load_prompt_audio(str(path)).samples, PROMPT_SAMPLE_RATE_HZ) == (), path.name
+
+
+def test_codec_overshoot_is_scaled_without_blaming_the_file(tmp_path):
+    """xtts_male.wav peaks at 0.986; as Opus it decodes to 1.02, and the note said the file was
+    "written at the wrong scale, clipped, or with a loud burst" (thirty-fifth newcomer session)."""
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    prompt = load_prompt_audio(str(audio_corpus.ogg_opus(samples, sr, tmp_path)))
+    assert not any("full scale" in n for n in prompt.notes), prompt.notes
+    assert np.max(np.abs(prompt.samples)) <= 1.0
+    sf.write(tmp_path / "hot.wav", 1.6 * samples, sr, subtype="FLOAT")  # well past: still said
+    assert any("full scale" in n for n in load_prompt_audio(str(tmp_path / "hot.wav")).notes)

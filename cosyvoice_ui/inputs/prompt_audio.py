@@ -43,6 +43,7 @@ MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
 _MAX_RESAMPLE_RATIO_TERM = 2000
 _OVER_FULL_SCALE = 1.001  # float samples past this are scaled down (integer formats cannot exceed 1)
+_CODEC_OVERSHOOT = 1.25  # up to here (+1.9 dB) without a note: lossy codecs decode a little past 1
 # Samples over this many times full scale and this many times the file's 99th percentile of
 # magnitude are a glitch (clicks, a short burst: at most 1 % of the samples by that definition):
 # removed, never the scale of the file. Whatever else is past full scale is scaled down, the file
@@ -519,7 +520,12 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             notes.append(f"{removed} sample(s) of the prompt went far past full scale (up to {peak:.3g} times: a glitch "
                          f"or short burst in the file, {_milliseconds(removed / sr)}); they were removed.")
             peak = float(np.max(np.abs(data)))
-        if peak > _OVER_FULL_SCALE:
+        if _OVER_FULL_SCALE < peak <= _CODEC_OVERSHOOT:
+            # Lossy codecs overshoot a little (a prompt peaking at 0.986 decoded from Opus at 1.02):
+            # scaled without a note, which blamed the file ("written at the wrong scale, clipped, or
+            # with a loud burst") for nothing wrong with it (thirty-fifth newcomer session).
+            data = data * (0.99 / peak)
+        elif peak > _OVER_FULL_SCALE:
             data = data * (0.99 / peak)
             # A loud burst in the file sets the scale too, maybe pushing the speech into silence: a
             # refusal then says so, here or from the engine (twenty-sixth and twenty-seventh sessions).
