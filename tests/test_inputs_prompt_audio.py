@@ -293,3 +293,54 @@ def test_codec_overshoot_is_scaled_without_blaming_the_file(tmp_path):
     assert np.max(np.abs(prompt.samples)) <= 1.0
     sf.write(tmp_path / "hot.wav", 1.6 * samples, sr, subtype="FLOAT")  # well past: still said
     assert any("full scale" in n for n in load_prompt_audio(str(tmp_path / "hot.wav")).notes)
+
+
+@pytest.mark.parametrize("prompt, kind", [("xtts_female.wav", "drift"), ("xtts_male.wav", "drift"),
+                                          ("xtts_female.wav", "wobble"), ("xtts_male.wav", "wobble")])
+def test_a_drifting_tone_under_the_speech_does_not_become_its_pitch(prompt, kind, tmp_path):
+    """A tone rising 300 -> 305 Hz over the file, 6 dB under the speech, or mains hum wobbling
+    50 +- 0.5 Hz with its harmonics: notched with a fixed 8 Hz band, the cloned pitch still moved
+    3-6 semitones, and the note said the tone was filtered out (thirty-fourth newcomer session).
+    The notch now follows the line's range, and the voice's pitch is measured where the speech is
+    loud (DIO had taken the tone's rest in the pauses for voice)."""
+    from cosyvoice_ui.engines.embedded import voice_conversion as vc
+
+    def pitch_hz(samples):
+        return float(np.exp(vc.profile_from_features(vc.analyze(samples, PROMPT_SAMPLE_RATE_HZ)).log_f0_mean))
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / prompt)
+    t = np.arange(len(samples)) / sr
+    if kind == "drift":
+        phase = 2 * np.pi * np.cumsum(300 + 5 * t / t[-1]) / sr
+        line = np.sin(phase)
+    else:
+        phase = 2 * np.pi * np.cumsum(50 + 0.5 * np.sin(2 * np.pi * 0.2 * t)) / sr
+        line = (np.sin(phase) + 0.5 * np.sin(2 * phase) + 0.4 * np.sin(3 * phase) + 0.3 * np.sin(4 * phase)) / 1.22
+    level = float(np.sqrt(np.mean(samples[np.abs(samples) > 0.01] ** 2)))
+    sf.write(tmp_path / "noisy.wav", 0.4 * samples + 0.4 * np.sqrt(2) * level * 10 ** (-6 / 20) * line, sr,
+             subtype="PCM_16")
+    noisy = load_prompt_audio(str(tmp_path / "noisy.wav"))
+    assert any("steady tone under the speech" in n for n in noisy.notes), noisy.notes
+    clean = load_prompt_audio(str(PROMPTS_DIR / prompt))
+    semitones = 12 * np.log2(pitch_hz(noisy.samples) / pitch_hz(clean.samples))
+    assert abs(semitones) < 1.5, semitones
+
+
+def test_a_monotone_voice_is_not_taken_for_a_hum(tmp_path):
+    """A voice held near one pitch (xtts_male.wav resynthesized with 30 % of its pitch range) had
+    its own fundamental notched as "mains hum" (thirty-fourth newcomer session): a line must go on
+    in the pauses too."""
+    import pyworld
+
+    from cosyvoice_ui.engines.embedded import voice_conversion as vc
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    features = vc.analyze(samples, sr)
+    f0 = features.f0_hz.copy()
+    voiced = f0 > 0
+    log_f0 = np.log(f0[voiced])
+    f0[voiced] = np.exp(log_f0.mean() + 0.3 * (log_f0 - log_f0.mean()))
+    flat = pyworld.synthesize(f0, features.envelope, features.aperiodicity, sr, vc.FRAME_PERIOD_MS)
+    sf.write(tmp_path / "monotone.wav", 0.4 * flat, sr, subtype="PCM_16")
+    prompt = load_prompt_audio(str(tmp_path / "monotone.wav"))
+    assert not any("steady tone" in n for n in prompt.notes), prompt.notes

@@ -393,6 +393,7 @@ _MAX_LINES = 8
 _HUM_BELOW_HZ = 70.0  # a line this low (mains at 50/60 Hz, rumble) brings its harmonics with it
 _HARMONIC_PROMINENCE_DB = 6.0
 _NOTCH_WIDTH_HZ = 8.0
+_NOTCH_PASSES = 3
 
 
 def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
@@ -422,14 +423,24 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     audible = total > total.max() * 1e-4
     if audible.sum() < 4:
         return ()
-    share = np.median(power[audible] / total[audible, None], axis=0)
+    shares = power[audible] / total[audible, None]
     freqs = np.fft.rfftfreq(n, 1.0 / sample_rate_hz)
     half = int(_LINE_NEIGHBOURS_HZ / (freqs[1] - freqs[0]))
-    padded = np.pad(share, half, mode="edge")
-    neighbours = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
-    prominence = share / np.maximum(neighbours, 1e-30)
+
+    def prominence_of(share: np.ndarray) -> np.ndarray:
+        padded = np.pad(share, half, mode="edge")
+        return share / np.maximum(np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1), 1e-30)
+
+    share = np.median(shares, axis=0)
+    prominence = prominence_of(share)
+    # A hum goes on in the pauses; a voice does not. A speaker held near one pitch (a monotone
+    # voice, resynthesized at 30 % of its pitch range) had its own fundamental notched as "mains
+    # hum" (thirty-fourth newcomer session): a line must also stand out in the quietest third.
+    quiet = total[audible] <= np.percentile(total[audible], 33)
+    in_pauses = prominence_of(np.median(shares[quiet], axis=0))
     candidates = [i for i in np.flatnonzero((freqs >= _LINE_BAND_HZ[0]) & (freqs <= _LINE_BAND_HZ[1]))
-                  if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()]
+                  if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()
+                  and in_pauses[max(0, i - 1):i + 2].max() >= 10 ** (_LINE_PROMINENCE_DB / 10)]
     # Mains hum's harmonics are weaker than its fundamental; left in, they alone moved the pitch
     # WORLD found (a female voice's 155 Hz became 186 Hz with 60 Hz notched and 180 Hz left).
     step = freqs[1] - freqs[0]
@@ -453,16 +464,38 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     return tuple(sorted(found))
 
 
+def _line_track_hz(samples: np.ndarray, sample_rate_hz: int, hz: float) -> tuple[float, float]:
+    """The range (5th to 95th percentile, Hz) a line near ``hz`` wanders over: its peak within
+    6 Hz in each audible 0.5 s window, to a fraction of a bin by parabolic interpolation."""
+    n = int(_LINE_WINDOW_S * sample_rate_hz)
+    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), n)[::n // 2] * np.hanning(n)
+    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+    total = power.sum(axis=1)
+    power = power[total > total.max() * 1e-4]
+    step = sample_rate_hz / n
+    lo, hi = max(1, int((hz - 6) / step)), int((hz + 6) / step) + 1
+    peaks = []
+    for row in np.log(power[:, lo - 1:hi + 1] + 1e-30):
+        k = 1 + int(np.argmax(row[1:-1]))
+        a, b, c = row[k - 1], row[k], row[k + 1]
+        offset = 0.5 * (a - c) / (a - 2 * b + c) if a - 2 * b + c < 0 else 0.0
+        peaks.append((lo - 1 + k + offset) * step)
+    return (float(np.percentile(peaks, 5)), float(np.percentile(peaks, 95))) if peaks else (hz, hz)
+
+
 def remove_steady_lines(samples: np.ndarray, sample_rate_hz: int, lines_hz: tuple[float, ...]) -> np.ndarray:
-    """Notch each frequency out (torchaudio band-reject biquads, 8 Hz wide, twice each).
+    """Notch each line out (torchaudio band-reject biquads, three passes), over the range it
+    wanders: at least 8 Hz wide, and 8 Hz wider than the range its peak covers across the file.
 
     Mains hum 20 dB under a female voice (155 Hz) made the voice conversion take 104 Hz for her
     pitch, a 220 Hz tone 6 dB under a male voice (101 Hz) 161 Hz, rumble at 40 Hz 10 dB under it
     137 Hz, and rumble at 45 Hz 6 dB under it left "no voiced speech" (thirty-second newcomer
     session; WORLD's DIO locks onto a steady line). With the line notched they were 162, 102 and
-    106 Hz (clean: 155 and 101 Hz). The notch moves DIO's pitch too, by up to 1.3 semitones on a
-    clean prompt (three notches at 60, 180, 300 Hz under xtts_female.wav); 8 Hz was the best width
-    of 1-12 Hz on six such cases (``/tmp/s9/dbg2.py``, ``dbg3.py``, throwaway, ninth session).
+    106 Hz (clean: 155 and 101 Hz). A line that drifts (300 to 302 Hz over the file) or wobbles
+    (mains at 50 +- 0.2 Hz) escaped a fixed 8 Hz notch enough to move the pitch 3 semitones
+    (thirty-fourth). The notch moves DIO's pitch too, by up to 1.3 semitones on a clean prompt
+    (three notches at 60, 180, 300 Hz under xtts_female.wav). Widths and passes were chosen on
+    such cases with ``/tmp/s9/dbg3.py`` and ``drift.py`` (throwaway, ninth session).
 
     Args:
         samples: float32, shape ``(n,)``, mono.
@@ -473,10 +506,14 @@ def remove_steady_lines(samples: np.ndarray, sample_rate_hz: int, lines_hz: tupl
     import torch
     import torchaudio.functional as F
 
-    x = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
+    bands = []
     for hz in lines_hz:
-        for _ in range(2):
-            x = F.bandreject_biquad(x, sample_rate_hz, hz, Q=hz / _NOTCH_WIDTH_HZ)
+        low, high = _line_track_hz(samples, sample_rate_hz, hz)
+        bands.append(((low + high) / 2, max(_NOTCH_WIDTH_HZ, high - low + _NOTCH_WIDTH_HZ)))
+    x = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
+    for centre, width in bands:
+        for _ in range(_NOTCH_PASSES):
+            x = F.bandreject_biquad(x, sample_rate_hz, centre, Q=centre / width)
     return x.numpy()
 
 

@@ -30,6 +30,7 @@ F0_FLOOR_HZ = 60.0
 F0_CEIL_HZ = 600.0
 MIN_VOICED_FRAMES = 100  # 0.5 s at 5 ms frames
 MIN_VOICED_FRACTION = 0.15
+_SPEECH_LEVEL_RANGE_DB = 25.0
 WARP_EXPONENT = 0.1  # formant ratio ~ F0 ratio ** 0.1 (measured choice, see module docstring)
 WARP_RANGE = (0.9, 1.12)
 _MAX_CORRECTION_LN = 3.0  # about 26 dB: beyond this a difference is a recording artefact
@@ -103,6 +104,14 @@ def profile_from_features(features: WorldFeatures, strict: bool = True) -> Voice
         raise ValueError(f"only {n} of {len(voiced)} frames are voiced: no voice to measure")
     if n < 20:
         raise ValueError(f"only {n} voiced frames: no voice to measure")
+    # The pitch and timbre are measured where the speech is: DIO also calls quiet frames voiced, on
+    # whatever is periodic there -- the rest of a hum or tone in the pauses (a notched line that
+    # drifted moved the cloned pitch 3 semitones; thirty-fourth newcomer session), or an octave
+    # below the voice. Frames over 25 dB under the loudest (99th percentile) are left out.
+    level_db = 10 * np.log10(features.envelope.sum(axis=1) + 1e-30)
+    loud = voiced & (level_db > np.percentile(level_db, 99) - _SPEECH_LEVEL_RANGE_DB)
+    if loud.sum() >= 20:
+        voiced = loud
     lf0 = np.log(features.f0_hz[voiced])
     mean_env = np.log(features.envelope[voiced] + 1e-16).mean(axis=0)
     return VoiceProfile(
