@@ -635,3 +635,22 @@ def test_restart_joined_to_a_reload_says_when_the_app_stops_meanwhile(tmp_path, 
         sup.stop(grace_s=1)
     report = joined.result(timeout=30)
     assert report.new_pid is None and "shutting down" in report.error, report
+
+
+def test_a_load_failure_is_read_even_when_the_worker_exits_at_once(tmp_path):
+    """A worker that sends LoadFailed and exits between a read that timed out and the liveness
+    check was logged as "exited while loading (exit code 0)" and started again: every time, for
+    ``app.py --engine cosyvoice`` with a repository that is not one (thirty-fifth newcomer session)."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT, free_port
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "repo").mkdir()
+    done = subprocess.run([sys.executable, "app.py", "--engine", "cosyvoice", "--model-dir", str(tmp_path / "model"),
+                           "--cosyvoice-repo", str(tmp_path / "repo"), "--port", str(free_port())],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    log = done.stdout + done.stderr
+    assert done.returncode == 2 and "no cosyvoice/cli/cosyvoice.py there" in log, log[-2000:]
+    assert "exited while loading" not in log and "attempt 1 of 3" not in log, log[-2000:]

@@ -651,7 +651,11 @@ class Supervisor:
                 self._state = STARTING if reason is None else RESTARTING
             deadline = time.monotonic() + self.start_timeout_s
             while time.monotonic() < deadline:
-                for m in self._receive(w, 0.2):
+                # Whether it lives is asked before reading: a worker that sends LoadFailed and exits
+                # between a read that timed out and the check was logged as "exited while loading
+                # (exit code 0)" and started again (thirty-fifth newcomer session).
+                alive = w.process.is_alive()
+                for m in self._receive(w, 0.2 if alive else 0.0):
                     if isinstance(m, msg.Ready):
                         with self._lock:
                             self._state = READY
@@ -668,7 +672,7 @@ class Supervisor:
                         log.error("worker %s failed to load: %s", w.process.pid, m.error)
                         w.process.join(5)
                         return False
-                if not w.process.is_alive():
+                if not alive:
                     break
                 if self._stopped_while_loading(w):
                     break
