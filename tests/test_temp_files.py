@@ -71,6 +71,14 @@ def test_temp_files_are_deleted_when_the_server_stops(tmp_path):
 @pytest.mark.xfail(not HAS_TTL_FLAG, strict=True,
                    reason=f"no {TTL_FLAG} flag: delete_cache=(600, 3600) is hard-coded in cosyvoice_ui/ui/layout.py, "
                           "so deletion on the schedule cannot be observed in a test")
+def _still_there_after(app, files, timeout_s: float) -> set[str]:
+    """Which of ``files`` are still in the app's cache once they are gone or ``timeout_s`` passed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and set(files) & set(_request_files(app)):
+        time.sleep(0.5)
+    return set(files) & set(_request_files(app))
+
+
 def test_temp_files_are_deleted_after_their_time_to_live(tmp_path):
     """With ``--temp-file-ttl 3`` the upload and the result of a request are gone within
     3 s + one check interval (+ margin) while the server keeps running, and the server still
@@ -83,10 +91,7 @@ def test_temp_files_are_deleted_after_their_time_to_live(tmp_path):
         _synthesize(app)
         first = _request_files(app)
         assert first, "nothing was written to Gradio's cache"
-        deadline = time.monotonic() + 20.0
-        while time.monotonic() < deadline and set(first) & set(_request_files(app)):
-            time.sleep(0.5)
-        left = set(first) & set(_request_files(app))
+        left = _still_there_after(app, first, 20.0)
         assert not left, f"still there after 20 s: {left}"
         assert app.proc.poll() is None
         _synthesize(app)
@@ -121,10 +126,7 @@ def test_files_of_a_web_process_killed_with_sigkill_are_deleted_by_the_next(tmp_
     second_app.temp_dir = first_app.temp_dir
     try:
         second_app.wait_healthy()
-        deadline = time.monotonic() + 20.0
-        while time.monotonic() < deadline and set(left) & set(_request_files(second_app)):
-            time.sleep(0.5)
-        assert not set(left) & set(_request_files(second_app)), "the killed process's files are still there"
+        assert not _still_there_after(second_app, left, 20.0), "the killed process's files are still there"
         _synthesize(second_app)
     finally:
         second_app.stop()
