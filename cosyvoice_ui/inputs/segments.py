@@ -70,8 +70,9 @@ def _stripped_len(text: str, a: int, b: int) -> int:
     return spoken_chars(text[a:b].strip())
 
 
-# A number (up to 12 digits, grouped by commas or not, with its decimal part) is never cut: cut inside, "12345678901" or
-# "12.50" became two numbers, or lost the "point" (thirtieth newcomer session). Capped, so a
+# A number (up to 12 digits, grouped by commas or not, with its decimal part) is never cut: cut
+# inside, "12345678901" or "12.50" became two numbers, or lost the "point" (thirtieth newcomer
+# session; grouped, "999,999,999,999", the thirty-second). Capped, so a
 # segment stays bounded: longer runs are spelled a digit at a time by clean_text anyway.
 _NUMBER = re.compile(r"(?:[0-9]{1,3}(?:,[0-9]{3}){1,3}(?![0-9])|[0-9]{1,12})(?:\.[0-9]{1,12})?")
 
@@ -145,8 +146,8 @@ def _speakable(segment: str) -> bool:
 def _without_silent_segments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Punctuation alone (the "." after a number as heavy as the limit) is joined to the segment
     before it, or after it when first: alone it is no speech, and the engine failed the whole
-    request with "no speech sounds" (thirty-second newcomer session). It adds a few characters
-    over the limit at most."""
+    request with "no speech sounds" (thirty-second newcomer session). A segment goes over the
+    limit this way only by punctuation, which is not spoken."""
     out: list[tuple[int, int]] = []
     for a, b in spans:
         if out and (not _speakable(text[a:b]) or not _speakable(text[out[-1][0]:out[-1][1]])):
