@@ -376,6 +376,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             flag = "--" + name.replace("_", "-")
             if not values[name]:
                 parser.error(f"--engine cosyvoice needs {flag} PATH (see the README's CosyVoice section)")
+            if os.path.exists(values[name]) and not os.path.isdir(values[name]):
+                parser.error(f"{flag} {values[name]!r} is a file, not a folder")
             if not os.path.isdir(values[name]):
                 parser.error(f"{flag} {values[name]!r}: no such folder")
     if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < 0:

@@ -186,3 +186,15 @@ def test_a_request_without_stream_keeps_its_speed(tmp_path, calls_log, prompt):
     out = e.synthesize(SynthesisRequest(text="Not streamed.", prompt=prompt[0], speed=1.5))
     c = last_call(calls_log)
     assert c["stream"] is False and c["speed"] == 1.5 and not out.notes[1:]
+
+
+def test_a_repository_without_the_matcha_package_is_named_for_what_it_lacks(tmp_path):
+    """Matcha-TTS holding only a README was called "empty" (thirty-sixth newcomer session)."""
+    from cosyvoice_ui.engines.cosyvoice.loading import add_repo_to_path
+
+    (tmp_path / "cosyvoice" / "cli").mkdir(parents=True)
+    (tmp_path / "cosyvoice" / "cli" / "cosyvoice.py").write_text("")
+    (tmp_path / "third_party" / "Matcha-TTS").mkdir(parents=True)
+    (tmp_path / "third_party" / "Matcha-TTS" / "README.md").write_text("Matcha-TTS")
+    with pytest.raises(FileNotFoundError, match="has no matcha package.*submodule update --init"):
+        add_repo_to_path(str(tmp_path))

@@ -244,5 +244,7 @@ def test_a_segment_of_unspoken_symbols_is_skipped_not_fatal(engine):
     audio, summary = run("First part of the story.\n" + "─" * 30 + "\nSecond part of the story.")
     assert abs(len(audio) - len(words)) < 0.25 * len(words), (len(audio), len(words))
     assert any("had nothing the voice can say" in n and "were skipped" in n for n in summary.notes), summary.notes
+    _, summary = run("Okay. " + " ".join(["⇒"] * 10))  # one segment skipped: "was", not "were" (thirty-sixth)
+    assert any("1 of 2 segments" in n and "was skipped" in n for n in summary.notes), summary.notes
     with pytest.raises(NoSpeechSounds):
         run("⇒" * 40)

@@ -36,6 +36,8 @@ from .conftest import ROOT, free_port
     (["--ledger", "{tmp}"], "is a folder; give a file name inside it"),
     (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
     (["--ledger", "/proc/version"], "is a system file"),
+    # A file named as the model folder was called "no such folder" (thirty-sixth newcomer session).
+    (["--engine", "cosyvoice", "--model-dir", "/etc/hostname", "--cosyvoice-repo", "/tmp"], "is a file, not a folder"),
     (["--gpu-log", "{tmp}"], "--gpu-log"),
     (["--gpu-log", "{tmp}/x.log", "--ledger", "{tmp}/../{tmp.name}/x.log"], "--gpu-log and --ledger name the same file"),
     # Past what a thread can wait for, these made Restart, Free cache and SIGTERM raise

@@ -102,8 +102,9 @@ def synthesize_segments(engine: Engine, request: SynthesisRequest,
         if len(skipped) == len(segments):
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         shown = ", ".join(repr(t if len(t) <= 20 else t[:20] + "…") for t in skipped[:3])
+        were = "was" if len(skipped) == 1 else "were"
         notes.append(f"{len(skipped)} of {len(segments)} segments had nothing the voice can say (only symbols "
-                     f"it does not read: {shown}{', …' if len(skipped) > 3 else ''}) and were skipped.")
+                     f"it does not read: {shown}{', …' if len(skipped) > 3 else ''}) and {were} skipped.")
     check_not_silent(peak, samples)
     details["segments"] = len(segments)
     details["seed"] = request.seed if engine.applies_seed else None

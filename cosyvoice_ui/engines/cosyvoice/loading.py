@@ -33,7 +33,8 @@ def add_repo_to_path(repo: str) -> None:
                                 f"{GET_THE_CODE}")
     matcha = os.path.join(repo, "third_party", "Matcha-TTS")
     if not os.path.isdir(os.path.join(matcha, "matcha")):
-        raise FileNotFoundError(f"{matcha} is empty: the Matcha-TTS submodule is missing. Run: "
+        # "is empty" was said of a folder holding a README but not the package (thirty-sixth session).
+        raise FileNotFoundError(f"{matcha} has no matcha package: the Matcha-TTS submodule is missing. Run: "
                                 f"git -C {repo} submodule update --init --recursive")
     for path in (matcha, repo):
         if path not in sys.path:
