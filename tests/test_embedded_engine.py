@@ -73,8 +73,10 @@ def test_instructions_change_prosody(engine):
     loud_rms = _f0_and_level(run("loud"))[1]
     soft_rms = _f0_and_level(run("小声"))[1]
     assert loud_rms > 2.5 * soft_rms  # +6 dB vs -6 dB
-    happy_f0 = _f0_and_level(run("happy"))[0]
-    sad_f0 = _f0_and_level(run("用悲伤的语气"))[0]
+    # Pooled over 3 runs, as the lengths are: Piper draws its noise at random, and one pair of
+    # runs gave a range ratio of 1.40 where 1.7-2.75 is usual (ninth session, /tmp/s9/prosody.py).
+    happy_f0 = np.concatenate([_f0_and_level(run("happy"))[0] for _ in range(3)])
+    sad_f0 = np.concatenate([_f0_and_level(run("用悲伤的语气"))[0] for _ in range(3)])
     assert np.median(happy_f0[happy_f0 > 0]) > 1.15 * np.median(sad_f0[sad_f0 > 0])
     happy_lf0 = np.log(happy_f0[happy_f0 > 0])
     sad_lf0 = np.log(sad_f0[sad_f0 > 0])
