@@ -250,3 +250,17 @@ def test_a_segment_of_unspoken_symbols_is_skipped_not_fatal(engine):
     assert any("1 of 2 segments" in n and "was skipped" in n for n in summary.notes), summary.notes
     with pytest.raises(NoSpeechSounds):
         run("⇒" * 40)
+
+
+def test_a_minus_before_a_currency_amount_is_spoken(engine):
+    """espeak-ng read "-$50" as "dollar fifty": a refund was spoken as a payment (thirty-seventh
+    newcomer session). Compared in phonemes with the words written out."""
+    from cosyvoice_ui.engines.embedded.engine import read_signed_amounts
+
+    def spoken(text: str) -> str:
+        return " ".join("".join(s) for s in engine._voice.phonemize(read_signed_amounts(text)))
+
+    assert spoken("Refund of -$50.") == spoken("Refund of minus $50.") != spoken("Refund of $50.")
+    assert spoken("Account -£400 overdrawn.") == spoken("Account minus £400 overdrawn.")
+    assert spoken("It was -5 degrees.") == " ".join("".join(s) for s in engine._voice.phonemize("It was -5 degrees."))
+    assert read_signed_amounts("A-$5 rate, pre-$") == "A-$5 rate, pre-$"  # inside words: left alone

@@ -97,7 +97,8 @@ class EmbeddedEngine(Engine):
         p = parsed.prosody
         length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
         t0 = time.perf_counter()
-        sentences = [s for s in self._voice.phonemize(read_powers_and_fractions(request.text)) if s]
+        sentences = [s for s in self._voice.phonemize(read_signed_amounts(read_powers_and_fractions(request.text)))
+                     if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -187,6 +188,16 @@ def read_powers_and_fractions(text: str) -> str:
         return {"2": " squared", "3": " cubed"}.get(exponent, f" to the power of {exponent}")
 
     return _POWER.sub(power, _FRACTION.sub(fraction, text))
+
+
+_SIGNED_AMOUNT = re.compile(r"(?<![\w.,])-(?=[$€£¥₹¢]\s?[0-9])")
+
+
+def read_signed_amounts(text: str) -> str:
+    """``text`` with a minus before a currency amount written as a word: espeak-ng read "-$50" as
+    "dollar fifty", so a refund of -$50 was spoken as a payment (thirty-seventh newcomer
+    session); "-5" it reads as "minus 5" already."""
+    return _SIGNED_AMOUNT.sub("minus ", text)
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
