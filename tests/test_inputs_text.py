@@ -195,7 +195,10 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     assert validate_text("Count 𒐕 wedges, ↂ men, 𐄇 sign.", 200, ("en",)) == "Count 1 wedges, 10000 men, 1 sign."
     assert validate_text("价格是〇元, 二〇二六年", 200, ("zh", "en")) == "价格是〇元, 二〇二六年"
     # A text that numerals make longer says so: "9011 characters" for 1512 typed (twenty-sixth).
-    with pytest.raises(InputError, match=r"5999 characters long once its numerals, fractions and powers are written out \(1000 as typed\)"):
+    with pytest.raises(InputError, match=r"5999 characters long once its numerals, fractions and powers, ligatures \(ﬁ\) and unit symbols \(㎡\) are written out \(1000 as typed\)"):
         validate_text("ↂ" * 1000, 2000, ("en",))
+    # A PDF's ligatures grow too, with no numeral in sight (thirty-seventh newcomer session).
+    with pytest.raises(InputError, match=r"2100 characters long once .*ligatures \(ﬁ\)"):
+        validate_text("ﬃ" * 700, 2000, ("en",))
     # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."

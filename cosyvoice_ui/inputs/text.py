@@ -264,7 +264,10 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         raise InputError("The text is empty. Type the sentence you want to hear.")
     if len(cleaned) > max_chars:
         # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
-        grown = (f" once its numerals, fractions and powers are written out ({raw_chars} as typed)"
+        # Ligatures and unit symbols (ﬁ, ㎡) grow under NFKC too: a PDF's text with no digits was
+        # told its numerals had grown it (thirty-seventh newcomer session).
+        grown = (f" once its numerals, fractions and powers, ligatures (ﬁ) and unit symbols (㎡) are written out "
+                 f"({raw_chars} as typed)"
                  if len(cleaned) > raw_chars else "")
         raise InputError(
             f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
