@@ -141,7 +141,8 @@ def clean_text(text: str) -> str:
     with superscripts written as powers and fractions kept apart from the number before them
     (:func:`_mark_powers_and_fractions`: ``10⁵`` -> ``10^5``, ``1½`` -> ``1 1⁄2``), write the
     digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
-    drop terminal escape sequences, turn line breaks and tabs into spaces, drop other control
+    drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
+    word as ``'``, turn line breaks and tabs into spaces, drop other control
     characters (NUL, bidi overrides), collapse runs of spaces, and spell runs of 13 or more digits
     one digit at a time (:func:`spell_long_digit_runs`).
 
@@ -155,7 +156,7 @@ def clean_text(text: str) -> str:
     text = _ANSI_ESCAPE.sub("", text)
     # Apostrophes typed as modifier letters or a backtick inside a word: espeak spelled "donʼt"
     # out letter by letter ("D O N ejective T"; the sentence 2.9 times as long; thirty-seventh
-    # newcomer session). ’ and ＇ already became ' above.
+    # newcomer session). ＇ became ' above (NFKC); espeak reads ’ as an apostrophe itself.
     text = _WORD_APOSTROPHE.sub("'", text)
     out = []
     for ch in text:
