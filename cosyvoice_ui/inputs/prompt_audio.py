@@ -396,6 +396,16 @@ _NOTCH_WIDTH_HZ = 8.0
 _NOTCH_PASSES = 3
 
 
+def _audible_spectra(samples: np.ndarray, sample_rate_hz: int) -> np.ndarray:
+    """Power spectra (rows) of the 0.5 s Hann windows, half overlapping, within 40 dB of the
+    loudest; 2 Hz bins. Shape ``(windows, bins)``, float64."""
+    n = int(_LINE_WINDOW_S * sample_rate_hz)
+    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), n)[::n // 2] * np.hanning(n)
+    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+    total = power.sum(axis=1)
+    return power[total > total.max() * 1e-4]
+
+
 def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
     """Frequencies (Hz, ascending, at most 8) of steady lines under speech: mains hum and its
     harmonics, a beep, an alarm or rumble at a constant frequency. Under 70 Hz a line's harmonics
@@ -417,13 +427,11 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     n = int(_LINE_WINDOW_S * sample_rate_hz)
     if len(samples) < 4 * n:
         return ()
-    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), n)[::n // 2] * np.hanning(n)
-    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-    total = power.sum(axis=1)
-    audible = total > total.max() * 1e-4
-    if audible.sum() < 4:
+    power = _audible_spectra(samples, sample_rate_hz)
+    if len(power) < 4:
         return ()
-    shares = power[audible] / total[audible, None]
+    total = power.sum(axis=1)
+    shares = power / total[:, None]
     freqs = np.fft.rfftfreq(n, 1.0 / sample_rate_hz)
     half = int(_LINE_NEIGHBOURS_HZ / (freqs[1] - freqs[0]))
 
@@ -436,7 +444,7 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     # A hum goes on in the pauses; a voice does not. A speaker held near one pitch (a monotone
     # voice, resynthesized at 30 % of its pitch range) had its own fundamental notched as "mains
     # hum" (thirty-fourth newcomer session): a line must also stand out in the quietest third.
-    quiet = total[audible] <= np.percentile(total[audible], 33)
+    quiet = total <= np.percentile(total, 33)
     in_pauses = prominence_of(np.median(shares[quiet], axis=0))
     candidates = [i for i in np.flatnonzero((freqs >= _LINE_BAND_HZ[0]) & (freqs <= _LINE_BAND_HZ[1]))
                   if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()
@@ -464,15 +472,11 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     return tuple(sorted(found))
 
 
-def _line_track_hz(samples: np.ndarray, sample_rate_hz: int, hz: float) -> tuple[float, float]:
+def _line_track_hz(power: np.ndarray, step_hz: float, hz: float) -> tuple[float, float]:
     """The range (5th to 95th percentile, Hz) a line near ``hz`` wanders over: its peak within
-    6 Hz in each audible 0.5 s window, to a fraction of a bin by parabolic interpolation."""
-    n = int(_LINE_WINDOW_S * sample_rate_hz)
-    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), n)[::n // 2] * np.hanning(n)
-    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-    total = power.sum(axis=1)
-    power = power[total > total.max() * 1e-4]
-    step = sample_rate_hz / n
+    6 Hz in each window of ``power`` (:func:`_audible_spectra`, bins ``step_hz`` apart), to a
+    fraction of a bin by parabolic interpolation."""
+    step = step_hz
     lo, hi = max(1, int((hz - 6) / step)), int((hz + 6) / step) + 1
     peaks = []
     for row in np.log(power[:, lo - 1:hi + 1] + 1e-30):
@@ -507,8 +511,9 @@ def remove_steady_lines(samples: np.ndarray, sample_rate_hz: int, lines_hz: tupl
     import torchaudio.functional as F
 
     bands = []
+    power = _audible_spectra(samples, sample_rate_hz) if lines_hz else None
     for hz in lines_hz:
-        low, high = _line_track_hz(samples, sample_rate_hz, hz)
+        low, high = _line_track_hz(power, 1.0 / _LINE_WINDOW_S, hz)
         bands.append(((low + high) / 2, max(_NOTCH_WIDTH_HZ, high - low + _NOTCH_WIDTH_HZ)))
     x = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
     for centre, width in bands:
