@@ -3,6 +3,8 @@ import pytest
 from cosyvoice_ui.errors import InputError
 from cosyvoice_ui.inputs.text import clean_text, detect_languages, validate_text
 
+from .conftest import PROMPTS_DIR
+
 
 def test_plain_english_passes_and_is_cleaned():
     assert validate_text("  Hello,\n world!\t ", 200, ("en",)) == "Hello, world!"
@@ -202,3 +204,53 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
         validate_text("ﬃ" * 700, 2000, ("en",))
     # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."
+
+
+def _requested(text: str, engine: str = "embedded"):
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    prompt = str(PROMPTS_DIR / "xtts_female.wav") if engine == "cosyvoice" else None
+    request, notes, _ = build_request(text, prompt, None, None, 1.0, -1, max_text_chars=2000,
+                                      capabilities=engine_capabilities(engine))
+    return request.text, [n for n in notes if n.startswith("Markup removed")]
+
+
+@pytest.mark.parametrize("typed, spoken", [
+    ('<p>Dear Anna,<br/>see <a href="https://x.y/?a=1&amp;b=2">the <b>new</b> plan</a>.</p>',
+     "Dear Anna, see the new plan."),
+    ("un<i>believ</i>able &amp; true&nbsp;&#39;so&#39;", "unbelievable & true 'so'"),
+    ('<speak>Hi <break time="1s"/><prosody rate="slow">there</prosody></speak>', "Hi there"),
+    ('<mstts:express-as style="cheerful">Yay!</mstts:express-as> <!-- hidden -->', "Yay!"),
+    ("[laughter] Oh <strong>no</strong>, <laughter>ha ha</laughter>.", "Oh no, ha ha."),
+    ("## Intro\nThis is **bold** and *it* and ~~old~~ `code`.\n- one\n* two\n> quoted\n---\n"
+     "See [the docs](https://x.y/a_b).", "Intro. This is bold and it and old code. one. two. quoted See the docs."),
+])
+def test_markup_is_removed_with_a_note(typed, spoken):
+    """HTML, SSML, Markdown and CosyVoice's inline tags pasted into the text were read aloud by the
+    embedded engine ("less than b greater than"; thirty-seventh newcomer session)."""
+    text, notes = _requested(typed)
+    assert text == spoken
+    assert len(notes) == 1 and "<" not in spoken
+
+
+@pytest.mark.parametrize("typed", ["x <y and y> z, if a < b.", "2*3*4 = 24 and a * b", "Call #5 now",
+                                   "snake_case_name", "AT&T and R&D; &foo; here", "[1] See note", "if a<b and c>d then"])
+def test_text_that_only_looks_like_markup_is_kept(typed):
+    text, notes = _requested(typed)
+    assert notes == [] and text == clean_text(typed)
+
+
+def test_cosyvoice_keeps_the_tags_it_performs():
+    text, notes = _requested("[laughter] Oh <strong>no</strong> <b>really</b> [cough].", "cosyvoice")
+    assert text == "[laughter] Oh <strong>no</strong> really [cough]."
+    assert notes and "<b>" in notes[0] and "strong" not in notes[0]
+
+
+def test_text_of_only_markup_is_refused_by_name():
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    with pytest.raises(InputError, match=r"only markup \(<p>, <br>, </p>\)"):
+        build_request("<p><br></p>", None, None, None, 1.0, -1, max_text_chars=2000,
+                      capabilities=engine_capabilities("embedded"))

@@ -37,6 +37,9 @@ class Capabilities:
         prompt_sample_rate_hz: the rate the engine wants its prompt audio at; the web process
             resamples to it, so the worker needs no resampler (torch alone adds about 480 MiB to
             an ONNX Runtime worker, bench/README.md). ``None``: the inputs' 24 kHz.
+        performed_tags: inline tags the engine performs (``"laughter"`` for ``[laughter]`` and
+            ``<laughter>``, ``"strong"``), kept in the text; other markup is removed before a
+            request reaches it (:func:`cosyvoice_ui.inputs.markup.remove_markup`).
     """
 
     name: str
@@ -48,6 +51,7 @@ class Capabilities:
     fp16: bool
     seed: bool
     prompt_sample_rate_hz: int | None = None
+    performed_tags: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

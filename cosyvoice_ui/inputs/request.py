@@ -9,6 +9,7 @@ import math
 
 from ..engines.base import Capabilities, PromptSamples, SynthesisRequest
 from ..errors import InputError
+from .markup import remove_markup
 from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
 from .text import RAW_TEXT_FACTOR, clean_text, validate_text
@@ -36,7 +37,8 @@ def build_request(
     """Validate everything a user sent and build the request for the worker.
 
     Args:
-        text: text to speak (checked by :func:`~.text.validate_text`).
+        text: text to speak (checked by :func:`~.text.validate_text`; HTML and SSML tags and the
+            inline tags the engine does not perform removed by :func:`~.markup.remove_markup`, with a note).
         prompt_audio_path: uploaded or recorded file, or ``None``.
         prompt_text: transcript of the prompt (optional).
         instruction: style instruction (optional, at most 200 characters).
@@ -63,8 +65,16 @@ def build_request(
                         (speaker, "speaker"), (prompt_audio_path, "prompt_audio")):
         if value is not None and not isinstance(value, str):
             raise InputError(f"The {name} must be a string (got {_shown(value)}).")
+    markup: list[str] = []
+    if text and len(text) <= RAW_TEXT_FACTOR * max_text_chars + 1000:  # longer: validate_text refuses it
+        text, markup = remove_markup(text, capabilities.performed_tags)
+        if markup and not any(ch.isalnum() for ch in clean_text(text)):
+            raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
+                             f"Type or paste the words themselves.")
     clean = validate_text(text, max_text_chars, capabilities.languages)
     notes: list[str] = []
+    if markup:
+        notes.append(f"Markup removed before speaking (it would have been read aloud): {_listed(markup)}.")
     prompt, refusal_hint = None, ""
     speaker = (speaker or "").strip()
     if speaker and speaker not in speakers:
@@ -125,6 +135,11 @@ def _number(value, default: float, name: str, hint: str) -> float:
     if not math.isfinite(value):
         raise InputError(f"The {name} must be a finite number (got {_shown(value)}); {hint}.")
     return float(value)
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _shown(value) -> str:

@@ -40,7 +40,7 @@ class CosyVoiceEngine(Engine):
         languages=("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru"),
         prompt_audio_required=True, uses_prompt_text=True,
         instruction_presets=prompt_format.INSTRUCTION_PRESETS,
-        devices=("cpu", "cuda"), fp16=True, seed=True)
+        devices=("cpu", "cuda"), fp16=True, seed=True, performed_tags=prompt_format.PERFORMED_TAGS)
 
     def __init__(self, model_dir: str | None = None, repo: str | None = None, load_trt: bool = False,
                  load_vllm: bool = False) -> None:

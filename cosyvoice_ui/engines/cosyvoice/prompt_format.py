@@ -22,6 +22,7 @@ _FRAGMENT = re.compile(r"<\||\|>")
 # The inline tags CosyVoice's tokenizer knows; they pass through and the UI lists them as help.
 INLINE_TAGS = ("[breath]", "[quick_breath]", "[laughter]", "[noise]", "[cough]", "[sigh]",
                "<strong>word</strong>", "<laughter>words</laughter>")
+PERFORMED_TAGS = ("breath", "quick_breath", "laughter", "noise", "cough", "sigh", "strong")  # their names
 INSTRUCTION_PRESETS = (
     "用开心的语气说", "用悲伤的语气说", "用愤怒的语气说", "请用广东话表达。", "请用四川话说这句话。",
     "请用尽可能快地语速说一句话。", "Speak happily.", "Speak in a sad tone.", "Whisper it softly.",

@@ -1,0 +1,128 @@
+"""Markup in pasted text (web process, pure functions): HTML and SSML tags, HTML character
+references, Markdown, and CosyVoice's inline tags for an engine that does not perform them.
+
+Text copied from a web page's source, an e-mail template or another TTS service's SSML arrives
+with its tags; the embedded engine read them aloud ("less than b greater than", "bracket laughter
+bracket"; thirty-seventh newcomer session), and Markdown pasted from a chat assistant its
+asterisks ("**bold**": "asterisk asterisk bold asterisk asterisk"). Only the tags of known HTML and
+SSML elements and Markdown's unambiguous marks are removed, so arithmetic such as ``x <y and y> z``
+or ``2*3*4`` stays as typed.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# HTML elements (WHATWG HTML's element index, the ones found in pasted text) and SSML 1.1's
+# elements (W3C Speech Synthesis Markup Language). Tags with a namespace prefix
+# (<mstts:express-as>, <amazon:effect>) are SSML vendor extensions and are removed too.
+_HTML_ELEMENTS = frozenset("""
+a abbr address article aside b bdi bdo big blockquote body br caption center cite code col colgroup
+dd del details dfn div dl dt em figcaption figure font footer form h1 h2 h3 h4 h5 h6 head header hr
+html i img input ins kbd label li main mark meta nav ol option p pre q s samp section select small
+span strike strong sub summary sup table tbody td textarea tfoot th thead time title tr tt u ul var wbr
+script style noscript iframe button link
+""".split())
+# CosyVoice's own (<strong>word</strong>, <laughter>words</laughter>): kept for it, removed for others.
+_COSYVOICE_ELEMENTS = frozenset(("strong", "laughter"))
+_SSML_ELEMENTS = frozenset("speak break emphasis prosody say-as voice phoneme sub audio mark lang paragraph "
+                           "sentence w lexicon metadata desc".split())
+# Elements whose tags sit inside a word or a phrase ("un<b>believ</b>able"); the others (p, br,
+# li, div, ...) stand between words, so they leave a space.
+_INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike "
+                    "strong sub sup time tt u var wbr emphasis prosody say-as phoneme w laughter".split())
+_NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
+# An attribute must have a value (href="x"): "x <b and c> d" is no tag. Possessive quantifiers keep
+# a run of "<a b=c b=c ..." without a closing ">" linear.
+_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))*+)\s*+/?>")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Bracketed inline tags CosyVoice's tokenizer knows (engines/cosyvoice/prompt_format.py, INLINE_TAGS).
+_BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|hissing|mn|lipsmack|vocalized-noise)\]",
+                          re.I)
+# Markdown (CommonMark's syntax), only where it cannot be anything else: marks at the start of a
+# line (headings, quotes, list bullets, rules, code fences), links, and emphasis that hugs words
+# (``**bold**``, ``*it*``, ``~~struck~~``, ```code```; not ``a * b`` or ``2*3*4``).
+_MARKDOWN = (
+    (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
+    (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "---"),
+    (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "#"),
+    (re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M), "", ">"),
+    (re.compile(r"^[ \t]*[-*+][ \t]+(\S.*?)[ \t]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "- (list bullets)"),
+    (re.compile(r"!?\[([^\]\n]+)\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)"), r"\1", "[text](link)"),
+    (re.compile(r"(\*\*|__)(?=[^\s*_])(.+?)(?<=[^\s*_])\1"), r"\2", "**"),
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"\1", "*"),
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1", "~~"),
+    (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
+)
+
+
+def _line_as_sentence(line: str) -> str:
+    """A heading or list item ends a sentence: with the line breaks made spaces, "## Intro" ran
+    into the paragraph under it ("Intro This is ...")."""
+    return line if not line or line[-1] in ".!?:;,。！？：；，" else line + "."
+
+
+_CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """``text`` without markup an engine would read aloud.
+
+    Removes HTML comments, the tags (not the words between them) of HTML and SSML elements and
+    of namespaced SSML extensions, CosyVoice's bracketed tags (``[laughter]``, ``[breath]``,
+    ...) and Markdown's marks (see ``_MARKDOWN``: ``# ``, ``> ``, ``- `` at a line's start,
+    ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` -> ``text``); then decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an
+    unknown name such as ``&foo;`` stays). A tag inside a word leaves nothing, one between blocks
+    (``<p>``, ``<br>``, ``<li>``) a space.
+
+    Args:
+        text: the text as typed, with its line breaks (Markdown's marks are known by where a line
+            starts); within :data:`~.text.RAW_TEXT_FACTOR` times the length limit.
+        performed_tags: tag names the engine performs and must keep, lower case, without brackets:
+            ``("strong", "laughter", "breath", ...)`` for CosyVoice; empty for the embedded engine.
+
+    Returns:
+        ``(text, removed)``: ``removed`` lists each distinct tag removed, as typed (``"<b>"``,
+        ``"[laughter]"``, ``"<!-- -->"``, ``"&amp;"`` for references, ``"**"`` for Markdown), in order
+        of first appearance. The text is to be cleaned afterwards (:func:`~.text.clean_text`).
+    """
+    removed: list[str] = []
+
+    def note(shown: str) -> None:
+        if shown not in removed:
+            removed.append(shown)
+
+    def comment(m: re.Match) -> str:
+        note("<!-- -->")
+        return " "
+
+    def tag(m: re.Match) -> str:
+        name = m.group(2).lower()
+        if name in performed_tags or not (name in _HTML_ELEMENTS or name in _SSML_ELEMENTS
+                                             or name in _COSYVOICE_ELEMENTS or ":" in name):
+            return m.group()
+        note(f"<{m.group(1)}{m.group(2)}>")
+        return "" if name in _INLINE else " "
+
+    def bracket(m: re.Match) -> str:
+        if m.group(1).lower() in performed_tags:
+            return m.group()
+        note(m.group())
+        return " "
+
+    def reference(m: re.Match) -> str:
+        decoded = html.unescape(m.group())
+        if decoded != m.group():
+            note(m.group())
+        return decoded
+
+    out = _COMMENT.sub(comment, text)
+    out = _TAG.sub(tag, out)
+    out = _BRACKET_TAG.sub(bracket, out)
+    for pattern, replacement, shown in _MARKDOWN:
+        out, n = pattern.subn(replacement, out)
+        if n:
+            note(shown)
+    out = _CHARACTER_REFERENCE.sub(reference, out)
+    return out, removed
