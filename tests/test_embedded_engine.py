@@ -264,3 +264,19 @@ def test_a_minus_before_a_currency_amount_is_spoken(engine):
     assert spoken("Account -£400 overdrawn.") == spoken("Account minus £400 overdrawn.")
     assert spoken("It was -5 degrees.") == " ".join("".join(s) for s in engine._voice.phonemize("It was -5 degrees."))
     assert read_signed_amounts("A-$5 rate, pre-$") == "A-$5 rate, pre-$"  # inside words: left alone
+
+
+def test_speed_and_a_slow_instruction_together_stay_within_the_speed_range(engine):
+    """Speed 0.5 with "sad and slow" multiplied the phoneme durations to 3.2 times and made audio
+    2.7 times as long as speed 1.0, with no note (thirty-seventh newcomer session). The product is
+    kept within what speed alone reaches (0.5-2.0), and the note says so."""
+    def run(speed, instruction):
+        return engine.synthesize(SynthesisRequest(text=SENTENCE, instruction=instruction, speed=speed, seed=1))
+
+    slowest, both = run(0.5, ""), run(0.5, "sad and slow")
+    assert 0.9 < len(both.audio) / len(slowest.audio) < 1.1, (len(both.audio), len(slowest.audio))
+    assert any("kept to 2 times, as slow as speed alone goes" in n for n in both.notes), both.notes
+    fastest, both = run(2.0, ""), run(2.0, "fast")
+    assert 0.9 < len(both.audio) / len(fastest.audio) < 1.1
+    assert any("as fast as speed alone goes" in n for n in both.notes), both.notes
+    assert not any("kept to" in n for n in run(1.0, "sad and slow").notes)  # 1.59: within the range

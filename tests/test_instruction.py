@@ -18,6 +18,18 @@ def test_required_vocabulary(instruction, style):
     assert parsed.unrecognized == ()
 
 
+@pytest.mark.parametrize("instruction,style", [
+    ("happier", "happy"), ("a bit calmer", "calm"), ("sadder please", "sad"), ("angrier", "angry"),
+    ("the happiest voice", "happy"), ("speak more quietly", "soft"), ("quicker", "fast"), ("更开心一点", "happy"),
+    ("更加平静", "calm"),
+])
+def test_comparatives_are_applied_like_their_style(instruction, style):
+    """"happier" and "calmer" were reported as not applied while "faster" and "louder" were
+    (thirty-seventh newcomer session)."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == (style,) and parsed.unrecognized == ()
+
+
 def test_happy_in_chinese_is_not_fast():
     # 快乐 contains 快 (fast): the longer phrase must win.
     assert parse_instruction("快乐").styles == ("happy",)

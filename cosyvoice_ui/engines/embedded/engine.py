@@ -30,6 +30,11 @@ _OUTPUT_RMS_DBFS = -20.0  # level of neutral speech; instructions add their gain
 _LIMIT = 0.95  # soft limiter ceiling, so loud styles never clip
 _PROFILE_CACHE_SIZE = 32
 _SENTENCE_GAP_S = 0.12
+# Phoneme-duration factor of speed and instruction together, kept within what speed alone reaches
+# (0.5-2.0): speed 0.5 with "sad and slow" multiplied to 3.2 and audio 2.7 times as long, with no
+# note (thirty-seventh newcomer session); memory admission predicts from the text, not from how slowly
+# it is read.
+_TEMPO_RANGE = (0.5, 2.0)
 VOICE_SAMPLE_RATE_HZ = 22050  # en_US-joe-medium's config; prompts arrive at this rate (load() checks)
 
 
@@ -95,7 +100,15 @@ class EmbeddedEngine(Engine):
             notes.append("ONNX Runtime draws its own noise, so the seed was not applied "
                          "(--engine embedded-torch applies it).")
         p = parsed.prosody
-        length_scale = self._inference["length_scale"] * p.length_scale / max(request.speed, 1e-3)
+        tempo = p.length_scale / max(request.speed, 1e-3)
+        capped = min(max(tempo, _TEMPO_RANGE[0]), _TEMPO_RANGE[1])
+        if capped != tempo:
+            slower = tempo > 1
+            notes.append(f"Speed {request.speed:g} and the instruction ({', '.join(parsed.styles)}) together would make "
+                         f"the phonemes {max(tempo, 1 / tempo):.2f} times as {'long' if slower else 'short'} as "
+                         f"natural; they were kept to {max(capped, 1 / capped):g} times, as {'slow' if slower else 'fast'} "
+                         f"as speed alone goes.")
+        length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
         sentences = [s for s in self._voice.phonemize(read_signed_amounts(read_powers_and_fractions(request.text)))
                      if s]

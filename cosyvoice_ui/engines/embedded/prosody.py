@@ -56,16 +56,23 @@ STYLES: dict[str, Prosody] = {
 
 # Words (English, matched as whole words) and phrases (Chinese, matched as substrings, longest
 # first so that 快乐 is "happy" and not "fast") for each style.
+# Comparatives and superlatives too: "happier" and "calmer" were reported as not applied while
+# "faster" and "louder" were (thirty-seventh newcomer session).
 _ENGLISH_WORDS: dict[str, tuple[str, ...]] = {
-    "happy": ("happy", "happily", "cheerful", "cheerfully", "joyful", "joyfully", "excited", "glad", "joy"),
-    "sad": ("sad", "sadly", "sorrowful", "unhappy", "melancholy", "gloomy", "sorrow"),
-    "angry": ("angry", "angrily", "furious", "mad", "annoyed", "rage"),
-    "calm": ("calm", "calmly", "relaxed", "peaceful", "gentle", "gently", "soothing"),
-    "whisper": ("whisper", "whispering", "whispered", "whispers"),
-    "fast": ("fast", "faster", "quick", "quickly", "rapid", "rapidly", "hurried"),
-    "slow": ("slow", "slower", "slowly"),
-    "loud": ("loud", "louder", "loudly", "shout", "shouting"),
-    "soft": ("soft", "softer", "softly", "quiet", "quieter", "quietly"),
+    "happy": ("happy", "happier", "happiest", "happily", "cheerful", "cheerfully", "cheery", "cheerier", "joyful",
+              "joyfully", "joyous", "excited", "excitedly", "glad", "gladly", "joy", "upbeat", "delighted"),
+    "sad": ("sad", "sadder", "saddest", "sadly", "sorrowful", "sorrowfully", "unhappy", "unhappily", "melancholy",
+            "gloomy", "gloomier", "sorrow", "mournful", "mournfully", "depressed", "tearful", "tearfully"),
+    "angry": ("angry", "angrier", "angriest", "angrily", "furious", "furiously", "mad", "madder", "annoyed",
+              "rage", "irate", "irritated"),
+    "calm": ("calm", "calmer", "calmest", "calmly", "relaxed", "peaceful", "peacefully", "gentle", "gentler",
+             "gently", "soothing", "serene", "tranquil"),
+    "whisper": ("whisper", "whispering", "whispered", "whispers", "whispery"),
+    "fast": ("fast", "faster", "fastest", "quick", "quicker", "quickest", "quickly", "rapid", "rapidly",
+             "hurried", "hurriedly", "speedy", "speedily", "briskly"),
+    "slow": ("slow", "slower", "slowest", "slowly", "leisurely"),
+    "loud": ("loud", "louder", "loudest", "loudly", "shout", "shouting", "shouted", "yell", "yelling"),
+    "soft": ("soft", "softer", "softest", "softly", "quiet", "quieter", "quietest", "quietly", "hushed"),
 }
 _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
     "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋"),
@@ -86,7 +93,7 @@ _ENGLISH_FILLER = set(
 )
 _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调", "声音", "口吻", "说话", "说", "读", "念",
                    "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
-                   "、", "！", "？", "和", "又", "再")
+                   "、", "！", "？", "和", "又", "再", "更加", "更")
 
 # A negation turns off the style it governs, also across intensifiers, a few other words and
 # punctuation ("not too fast", "do not go fast", "not-fast", "不要太快"): "not too fast" was applied
