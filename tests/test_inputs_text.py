@@ -254,3 +254,19 @@ def test_text_of_only_markup_is_refused_by_name():
     with pytest.raises(InputError, match=r"only markup \(<p>, <br>, </p>\)"):
         build_request("<p><br></p>", None, None, None, 1.0, -1, max_text_chars=2000,
                       capabilities=engine_capabilities("embedded"))
+
+
+@pytest.mark.parametrize("typed, cleaned", [
+    ("1 234 567 people", "1234567 people"), ("12\u202f345 km", "12345 km"), ("12\u00a0345,67 €", "12345,67 €"),
+    ("1 234 567.89 total", "1234567.89 total"),
+    ("3 100 dollar bills", "3 100 dollar bills"), ("020 123 456", "020 123 456"), ("555 123 4567", "555 123 4567"),
+])
+def test_digits_grouped_by_spaces_are_one_number(typed, cleaned):
+    """"1 234 567" was read as three numbers (thirty-seventh newcomer session). Thin and no-break
+    spaces between groups of three always group; ordinary spaces with two groups or more."""
+    assert clean_text(typed) == cleaned
+
+
+def test_unit_symbols_with_a_power_are_written_as_powers():
+    """NFKC made ㎡ "m2", read "m two" (thirty-seventh newcomer session)."""
+    assert clean_text("50㎡, 3㎥ and 9.8㎨; 5㎏") == "50m^2, 3m^3 and 9.8m∕s^2; 5kg"
