@@ -75,7 +75,8 @@ class Handlers:
         A generator, so that Gradio notices a client that leaves while the request waits (the
         request is then withdrawn): it yields ``(None, None)`` while waiting, then once (not
         ``gr.skip()``: Gradio then post-processes the result with a copy of the output component
-        whose files its ``delete_cache`` never deletes):
+        whose files its ``delete_cache`` never deletes). It yields ``(None, None)`` first, so that the
+        page clears the previous result before a refusal:
 
         Yields:
             ``((sample_rate_hz, int16 samples), stats)`` - Gradio writes the audio as WAV (whole,
@@ -86,6 +87,9 @@ class Handlers:
         Raises:
             gr.Error: with the validation or synthesis message (the page and worker keep running).
         """
+        # The page clears the last result first: a refused Generate left the previous request's
+        # audio and stats under the error, as if they were its answer (thirty-sixth newcomer session).
+        yield None, None
         for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
                                   client_id=_session(request)):
             if isinstance(event, synthesis.Progress) and event.total > 1:
@@ -107,6 +111,7 @@ class Handlers:
         Raises:
             gr.Error: as :meth:`synthesize`.
         """
+        yield None, None  # as in synthesize: no earlier result left under a refusal
         events = self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream=True,
                               client_id=_session(request))
         for event in events:

@@ -270,6 +270,8 @@ def test_nothing_a_user_types_is_rendered_as_html(browser, app):
     page.get_by_text(re.compile("English")).first.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)  # the ledger and panel tick
     _shot(page, "10-html-as-text")
+    # The refusal does not leave the previous result's stats under it (thirty-sixth newcomer session).
+    assert "audio_s" not in _stats_text(page)
     assert page.evaluate("window.__xss") is None
     assert page.locator("#injected-img, #injected-b, #injected-err").count() == 0
 
