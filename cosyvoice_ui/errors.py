@@ -23,6 +23,10 @@ class SynthesisFailed(UserFacingError):
     """The worker could not produce audio for this request (after any retry)."""
 
 
+class UnusablePromptAudio(SynthesisFailed):
+    """The engine could not clone from the prompt audio (it raised ``engines.base.PromptAudioRefused``)."""
+
+
 class RequestTimedOut(SynthesisFailed):
     """The request ran past its deadline; the worker was restarted."""
 

@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
-from .errors import DuplicateRequest, SynthesisFailed, UserFacingError
+from .errors import DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
 from .inputs.request import build_request
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -169,11 +169,11 @@ class SynthesisService:
                 self.supervisor.withdraw(future)
         try:
             output, stats = future.result()
-        except SynthesisFailed as e:
-            if refusal_hint and "prompt audio" in str(e):
+        except UnusablePromptAudio as e:
+            if refusal_hint:
                 # The engine refused the prompt after it was scaled here; the engine's reason alone
                 # blamed the speaker (twenty-seventh newcomer session).
-                raise SynthesisFailed(f"{e} {refusal_hint}") from None
+                raise UnusablePromptAudio(f"{e} {refusal_hint}") from None
             raise
         if restarted or stats.runs > 1:
             # restarted alone: an out-of-memory retry inside the worker (which also adds its own note).

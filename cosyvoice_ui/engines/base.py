@@ -20,6 +20,11 @@ class NoSpeechSounds(ValueError):
     such as a line of "─" or "⇒" between paragraphs."""
 
 
+class PromptAudioRefused(ValueError):
+    """The engine cannot clone from the prompt audio (no voiced speech in it, too long for the
+    model, a sample rate too low); the message is for the user."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What an engine can do, known before it is loaded.

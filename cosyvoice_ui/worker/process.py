@@ -18,7 +18,7 @@ import traceback
 
 import numpy as np
 
-from ..engines.base import SynthesisOutput
+from ..engines.base import PromptAudioRefused, SynthesisOutput
 from ..engines.long_text import RequestAbandoned
 from ..engines.output_check import BadAudioOutput
 from . import protocol as msg
@@ -369,7 +369,8 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
             reply = msg.Failed(request_id=command.request_id, kind="abandoned", message=str(e))
         except ValueError as e:
             memory.end_request()
-            reply = msg.Failed(request_id=command.request_id, kind="invalid", message=str(e))
+            reply = msg.Failed(request_id=command.request_id, kind="invalid", message=str(e),
+                               about_prompt_audio=isinstance(e, PromptAudioRefused))
         except OutOfMemoryAfterRetry as e:
             memory.end_request()
             reply = msg.Failed(request_id=command.request_id, kind="out_of_memory", message=str(e))

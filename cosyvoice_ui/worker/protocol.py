@@ -177,3 +177,4 @@ class Failed:
     request_id: str
     kind: str
     message: str
+    about_prompt_audio: bool = False  # kind "invalid" because of the prompt audio (PromptAudioRefused)

@@ -36,7 +36,7 @@ import psutil
 
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..engines.long_text import SegmentJoiner
-from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed
+from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed, UnusablePromptAudio
 from ..inputs.segments import spoken_chars
 from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
@@ -843,7 +843,7 @@ class Supervisor:
         job.joiner, job.pieces = None, []
         self._record(job, m.kind, error=m.message)
         if m.kind in ("invalid", "abandoned"):
-            job.future.set_exception(SynthesisFailed(m.message))
+            job.future.set_exception((UnusablePromptAudio if m.about_prompt_audio else SynthesisFailed)(m.message))
         elif m.kind in ("out_of_memory", "bad_output"):
             job.future.set_exception(SynthesisFailed(f"{m.message} The worker is still running."))
         else:

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..base import Capabilities, Engine, SynthesisOutput, SynthesisRequest
+from ..base import Capabilities, Engine, PromptAudioRefused, SynthesisOutput, SynthesisRequest
 from . import prompt_format
 from .loading import add_repo_to_path, load_model
 
@@ -138,9 +138,9 @@ def _explain_assertion(error: AssertionError) -> Exception:
     """Turn the official code's assertions into messages that say what to do."""
     text = str(error)
     if "30s" in text or "30 s" in text:
-        return ValueError("The prompt audio is longer than CosyVoice's 30 s limit; use 3-10 s of speech.")
+        return PromptAudioRefused("The prompt audio is longer than CosyVoice's 30 s limit; use 3-10 s of speech.")
     if "sample rate" in text:
-        return ValueError(f"The prompt audio's sample rate is too low for CosyVoice ({text}); use 16 kHz or more.")
+        return PromptAudioRefused(f"The prompt audio's sample rate is too low for CosyVoice ({text}); use 16 kHz or more.")
     if "speed" in text:
         return ValueError("Speed other than 1.0 is not supported while streaming; set speed to 1.0.")
     if "endofprompt" in text:

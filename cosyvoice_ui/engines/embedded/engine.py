@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..base import Capabilities, Engine, NoSpeechSounds, SynthesisOutput, SynthesisRequest
+from ..base import Capabilities, Engine, NoSpeechSounds, PromptAudioRefused, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
 from .piper_backends import OnnxBackend, TorchBackend
@@ -164,7 +164,7 @@ class EmbeddedEngine(Engine):
         try:
             profile = vc.profile_from_features(vc.analyze(x, self._sample_rate_hz))
         except ValueError:
-            raise ValueError("The prompt audio has almost no voiced speech (no pitch could be measured). "
+            raise PromptAudioRefused("The prompt audio has almost no voiced speech (no pitch could be measured). "
                              "Upload 3-10 s of someone speaking, not noise, music or whispering.") from None
         self._profiles[prompt.sha1] = profile
         while len(self._profiles) > _PROFILE_CACHE_SIZE:
