@@ -72,6 +72,7 @@ BAD_VALUES = [
     (dict(speaker=5), ["speaker must be a string"]),
     (dict(text=123), ["text must be a string", "123"]),
     (dict(text={"a": 1}), ["text must be a string"]),
+    (dict(text="<p><br></p>"), ["only markup (<p>, <br>, </p>)"]),  # unescaped for API clients (the page's are)
     (dict(instruction=["happy"]), ["instruction must be a string"]),
     (dict(prompt_text=7), ["prompt_text must be a string"]),
     (dict(prompt_audio="/etc/passwd"), ["prompt_audio must be a file", "handle_file"]),

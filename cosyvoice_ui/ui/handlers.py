@@ -9,6 +9,7 @@ kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, 
 from __future__ import annotations
 
 import concurrent.futures
+import html
 import logging
 import math
 import threading
@@ -39,11 +40,19 @@ def uploaded_path(prompt_audio):
     return prompt_audio
 
 
-def _show_notes(result: dict) -> None:
+def _show_notes(result: dict, for_page: bool) -> None:
     """The result's notes as pop-ups in the page (API clients get them as log messages): in the
     stats JSON alone, a user missed that a failed upload meant the built-in voice was used."""
     for note in result.get("notes", [])[:4]:
-        gr.Info(note, duration=12)
+        gr.Info(_as_text(note) if for_page else note, duration=12)
+
+
+def _as_text(message: str) -> str:
+    """``message`` escaped for Gradio's pop-ups, which render their message as HTML (``gr.Error``'s
+    and ``gr.Info``'s docstrings): a note quoting the tags removed from the text showed "Markup
+    removed: , ," (the page drew ``<b>`` and ``</b>`` as tags), and any message quoting what a
+    user typed must not become markup. API clients get the message unescaped."""
+    return html.escape(message, quote=False)
 
 
 def _session(request: gr.Request | None) -> str | None:
@@ -87,15 +96,25 @@ class Handlers:
         Raises:
             gr.Error: with the validation or synthesis message (the page and worker keep running).
         """
+        yield from self._whole(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
+                               progress=progress, request=request, for_page=False)
+
+    def synthesize_page(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
+                        instruction: str | None = None, speed: float | None = None, seed: int | None = None,
+                        speaker: str | None = None, progress=gr.Progress(), request: gr.Request = None):
+        """The page's Generate: :meth:`synthesize` with its pop-up messages escaped (:func:`_as_text`)."""
+        yield from self._whole(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
+                               progress=progress, request=request, for_page=True)
+
+    def _whole(self, *fields, progress, request, for_page: bool):
         # The page clears the last result first: a refused Generate left the previous request's
         # audio and stats under the error, as if they were its answer (thirty-sixth newcomer session).
         yield None, None
-        for event in self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
-                                  client_id=_session(request)):
+        for event in self._events(*fields, client_id=_session(request), for_page=for_page):
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.Finished):
-                _show_notes(event.result)
+                _show_notes(event.result, for_page)
                 yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
                 return
             else:
@@ -111,21 +130,31 @@ class Handlers:
         Raises:
             gr.Error: as :meth:`synthesize`.
         """
+        yield from self._streamed(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
+                                  progress=progress, request=request, for_page=False)
+
+    def synthesize_stream_page(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
+                               instruction: str | None = None, speed: float | None = None, seed: int | None = None,
+                               speaker: str | None = None, progress=gr.Progress(), request: gr.Request = None):
+        """The page's Generate under ``--stream``: :meth:`synthesize_stream` with its pop-up messages escaped."""
+        yield from self._streamed(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
+                                  progress=progress, request=request, for_page=True)
+
+    def _streamed(self, *fields, progress, request, for_page: bool):
         yield None, None  # as in synthesize: no earlier result left under a refusal
-        events = self._events(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream=True,
-                              client_id=_session(request))
-        for event in events:
+        for event in self._events(*fields, stream=True, client_id=_session(request), for_page=for_page):
             if isinstance(event, synthesis.Progress) and event.total > 1:
                 progress((event.done, event.total), desc="segments", unit="segment")
             elif isinstance(event, synthesis.AudioReady) and len(event.samples):
                 yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
             elif isinstance(event, synthesis.Finished):
-                _show_notes(event.result)
+                _show_notes(event.result, for_page)
                 yield None, event.result
             elif isinstance(event, synthesis.Waiting):
                 yield None, None
 
-    def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None):
+    def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None,
+                for_page: bool = False):
         try:
             yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id)
         except (UserFacingError, AdmissionError) as e:
@@ -133,7 +162,8 @@ class Handlers:
             # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;
             # fifteenth newcomer session). Refusals come at once, while the user looks.
             lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
-            raise gr.Error(str(e), print_exception=False, duration=None if lasting else 10) from None
+            raise gr.Error(_as_text(str(e)) if for_page else str(e), print_exception=False,
+                           duration=None if lasting else 10) from None
 
     def restart(self):
         """Replace the worker process. Returns the restart report as a dict (JSON), with

@@ -116,7 +116,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         # (inputs/request.py), with messages that name the parameter; Gradio's preprocessing
         # would round a seed of 1.5 and turn any JSON value sent as text into a string.
         limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize", preprocess=False)
-        page_handler = handlers.synthesize_stream if settings.stream else handlers.synthesize
+        page_handler = handlers.synthesize_stream_page if settings.stream else handlers.synthesize_page
         generate.click(page_handler, inputs=fields, outputs=[output_audio, stats],
                        api_name="synthesize_page", api_visibility="private", **limits)
         # The API has its own hidden twins of the fields and outputs, labelled with the parameter

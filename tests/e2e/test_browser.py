@@ -263,6 +263,10 @@ def test_nothing_a_user_types_is_rendered_as_html(browser, app):
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
     assert "'onerror'" in _stats_text(page)  # the note quotes the instruction's words, as text
+    # Gradio renders pop-up messages as HTML: the note on the removed tag showed "removed: ." (a user run, tenth session).
+    toast = page.locator("[data-testid='toast-body']").filter(has_text="Markup removed").first
+    toast.wait_for(timeout=5_000)
+    assert "read aloud): <img>." in toast.inner_text()
     # An error message too: the same HTML with a Chinese text the embedded engine refuses.
     page.locator("#text textarea").fill('<img id="injected-err" src="x" onerror="window.__xss=5">'
                                         '今天天气很好，我们一起去公园散步吧。')
@@ -272,6 +276,11 @@ def test_nothing_a_user_types_is_rendered_as_html(browser, app):
     _shot(page, "10-html-as-text")
     # The refusal does not leave the previous result's stats under it (thirty-sixth newcomer session).
     assert "audio_s" not in _stats_text(page)
+    page.locator("#text textarea").fill("<p><br></p>")
+    page.locator("#generate").click()
+    toast = page.locator("[data-testid='toast-body']").filter(has_text="only markup").first
+    toast.wait_for(timeout=30_000)
+    assert "The text is only markup (<p>, <br>, </p>)" in toast.inner_text()
     assert page.evaluate("window.__xss") is None
     assert page.locator("#injected-img, #injected-b, #injected-err").count() == 0
 
