@@ -220,7 +220,15 @@ def _requested(text: str, engine: str = "embedded"):
     ('<p>Dear Anna,<br/>see <a href="https://x.y/?a=1&amp;b=2">the <b>new</b> plan</a>.</p>',
      "Dear Anna, see the new plan."),
     ("un<i>believ</i>able &amp; true&nbsp;&#39;so&#39;", "unbelievable & true 'so'"),
-    ('<speak>Hi <break time="1s"/><prosody rate="slow">there</prosody></speak>', "Hi there"),
+    ('<speak>Hi <break time="1s"/><prosody rate="slow">there</prosody></speak>', "Hi. there."),
+    # Blocks end a sentence; footnotes, subtitle timings and SSML aliases (thirty-ninth newcomer session).
+    ('<div class="post"><h2>Welcome back</h2><p>Read our news.</p></div><ul><li>One</li><li>Two</li></ul>',
+     "Welcome back. Read our news. One. Two."),
+    ("> **Tip:** use a *Dutch oven*[^2].\n\n[^2]: Cast iron.", "Tip: use a Dutch oven. Cast iron."),
+    ("1\n00:00:01,000 --> 00:00:03,500\nHello, how are you?\n\n2\n00:00:04,000 --> 00:00:06,000\nFine.",
+     "Hello, how are you? Fine."),
+    ("WEBVTT\n\n00:01.000 --> 00:04.000\nNever drink it.", "Never drink it."),
+    ('The <sub alias="World Wide Web">WWW</sub> is big.', "The World Wide Web is big."),
     ('<mstts:express-as style="cheerful">Yay!</mstts:express-as> <!-- hidden -->', "Yay!"),
     ("[laughter] Oh <strong>no</strong>, <laughter>ha ha</laughter>.", "Oh no, ha ha."),
     ("## Intro\nThis is **bold** and *it* and ~~old~~ `code`.\n- one\n* two\n> quoted\n---\n"

@@ -28,10 +28,18 @@ script style noscript iframe button link
 _COSYVOICE_ELEMENTS = frozenset(("strong", "laughter"))
 _SSML_ELEMENTS = frozenset("speak break emphasis prosody say-as voice phoneme sub audio mark lang paragraph "
                            "sentence w lexicon metadata desc".split())
-# Elements whose tags sit inside a word or a phrase ("un<b>believ</b>able"); the others (p, br,
-# li, div, ...) stand between words, so they leave a space.
+# Elements whose tags sit inside a word or a phrase ("un<b>believ</b>able") leave nothing; blocks
+# (paragraphs, headings, list items, table cells, line breaks) end a sentence, as Markdown's headings
+# and list items do ("<h2>Welcome back</h2><p>Read ..." ran together; thirty-ninth newcomer
+# session); the others (<speak>, <voice>) leave a space.
 _INLINE = frozenset("a abbr b bdi bdo big cite code del dfn em font i ins kbd mark q s samp small span strike "
                     "strong sub sup time tt u var wbr emphasis prosody say-as phoneme w laughter".split())
+_BLOCKS = frozenset("p br div li ul ol h1 h2 h3 h4 h5 h6 tr td th table blockquote section article header footer "
+                    "nav main hr pre title dd dt dl figcaption caption option summary details paragraph sentence "
+                    "break".split())
+_SENTENCE_BREAK = "\u2029"  # PARAGRAPH SEPARATOR, which no typed text keeps (clean_text drops it)
+# SSML's <sub alias="World Wide Web">WWW</sub> is read as its alias.
+_SSML_ALIAS = re.compile(r"<sub\s+alias\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')\s*>[^<]*</sub\s*>", re.I)
 _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 # An attribute must have a value (href="x"): "x <b and c> d" is no tag. Possessive quantifiers keep
 # a run of "<a b=c b=c ..." without a closing ">" linear.
@@ -44,6 +52,13 @@ _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|his
 # line (headings, quotes, list bullets, rules, code fences), links, and emphasis that hugs words
 # (``**bold**``, ``*it*``, ``~~struck~~``, ```code```; not ``a * b`` or ``2*3*4``).
 _MARKDOWN = (
+    # Subtitles (SubRip .srt, WebVTT): the cue numbers and timings were read as amounts, a 2.7 s
+    # dialogue as 14.9 s of "zero zero colon ..." (thirty-ninth newcomer session).
+    (re.compile(r"^WEBVTT\b.*$", re.M), "", "subtitle timings"),
+    (re.compile(r"^[ \t]*(?:\d+[ \t]*\n[ \t]*)?(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}[ \t]+-->[ \t]+(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}.*$",
+                re.M), "", "subtitle timings"),
+    # Footnote markers [^1] (and their definitions' "[^1]:"): "oven[^2]" was read "oven squared".
+    (re.compile(r"\[\^[^\]\s]{1,20}\]:?"), "", "[^1] (footnote markers)"),
     (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
     (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "---"),
     (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "#"),
@@ -71,8 +86,11 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
 
     Removes HTML comments, the tags (not the words between them) of HTML and SSML elements and
     of namespaced SSML extensions, CosyVoice's bracketed tags (``[laughter]``, ``[breath]``,
-    ...) and Markdown's marks (see ``_MARKDOWN``: ``# ``, ``> ``, ``- `` at a line's start,
-    ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` -> ``text``); then decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an
+    ...), Markdown's marks (see ``_MARKDOWN``: ``# ``, ``> ``, ``- `` at a line's start,
+    ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` -> ``text``, footnote markers
+    ``[^1]``) and subtitle cue numbers and timings (.srt, WebVTT); SSML's ``<sub alias="...">`` is
+    replaced by its alias. Block elements' tags (``<p>``, ``<li>``, ``<h2>``, ``<br>``) end a
+    sentence: a full stop is added where the text before has no punctuation. Then it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an
     unknown name such as ``&foo;`` stays). A tag inside a word leaves nothing, one between blocks
     (``<p>``, ``<br>``, ``<li>``) a space.
 
@@ -103,7 +121,11 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
                                              or name in _COSYVOICE_ELEMENTS or ":" in name):
             return m.group()
         note(f"<{m.group(1)}{m.group(2)}>")
-        return "" if name in _INLINE else " "
+        return "" if name in _INLINE else _SENTENCE_BREAK if name in _BLOCKS else " "
+
+    def alias(m: re.Match) -> str:
+        note("<sub alias> (read as its alias)")
+        return m.group(1) if m.group(1) is not None else m.group(2)
 
     def bracket(m: re.Match) -> str:
         if m.group(1).lower() in performed_tags:
@@ -118,6 +140,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         return decoded
 
     out = _COMMENT.sub(comment, text)
+    out = _SSML_ALIAS.sub(alias, out)
     out = _TAG.sub(tag, out)
     out = _BRACKET_TAG.sub(bracket, out)
     for pattern, replacement, shown in _MARKDOWN:
@@ -125,4 +148,6 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         if n:
             note(shown)
     out = _CHARACTER_REFERENCE.sub(reference, out)
+    if _SENTENCE_BREAK in out:
+        out = " ".join(_line_as_sentence(piece.strip()) for piece in out.split(_SENTENCE_BREAK) if piece.strip())
     return out, removed
