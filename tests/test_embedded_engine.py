@@ -180,8 +180,13 @@ def test_powers_and_fractions_are_read_as_such(engine):
     # "24/7", "9/11" and dates are left as they are.
     assert spoken("Add 1 1/2 cups.") == spoken("Add one and one half cups.")
     assert spoken("3/4") == spoken("three quarters")
-    for kept in ("24/7", "9/11", "1/2/2024"):
+    for kept in ("24/7", "9/11", "1/2/2024", "Meet on 3/4 at noon.", "Ask me 2/3 times."):
         assert spoken(kept) == " ".join("".join(s) for s in engine._voice.phonemize(kept))
+    # Before other words, a score or a date: "rated 4 fifths stars" (thirty-ninth newcomer session).
+    assert spoken("Rated 4/5 stars.") == spoken("Rated 4 out of 5 stars.")
+    assert spoken("This is step 1/3 of the setup.") == spoken("This is step 1 out of 3 of the setup.")
+    assert spoken("Add 3/4 cup, then 1/2-inch cubes and 1/3 of the rest.") == spoken(
+        "Add three quarters cup, then one half-inch cubes and one third of the rest.")
     assert "ɪlˈɛvən" not in spoken("1½")
 
 

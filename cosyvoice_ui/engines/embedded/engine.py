@@ -180,19 +180,38 @@ _FRACTION = re.compile(r"(?<![\d/\u2044.,])(?:(\d+) )?(\d+)([/\u2044])(\d+)(?![\
 _POWER = re.compile(r"(?<=\S)\^(\([+-]?\w{1,8}(?:[+-]\w{1,8})?\)|[+-]?(?:\d+|[A-Za-z])(?:[+-]\d+)?)(?![A-Za-z\d])")
 
 
+# A typed "4/5" after these words is a count or a score ("step 1/3", "rated 4/5"), read "4 out of 5";
+# before any other word than these units and "of" it is left as typed ("meet on 3/4 at noon", "2/3
+# times"): read as fractions, both changed their meaning (thirty-ninth newcomer session).
+_COUNTED_BEFORE = re.compile(r"\b(?:step|page|part|chapter|episode|round|question|slide|item|level|stage|track|disc|"
+                             r"day|week|rated|rating|score|scored|scores|voted|got|gets)\s*$", re.I)
+_FRACTION_AFTER = re.compile(
+    r"\s*(?:[-\s]?(?:of|cups?|teaspoons?|tablespoons?|tsp|tbsp|inch(?:es)?|in|miles?|mi|hours?|hrs?|minutes?|mins?|"
+    r"seconds?|pounds?|lbs?|ounces?|oz|kilograms?|kg|grams?|g|lit(?:re|er)s?|l|ml|cm|mm|m|km|foot|feet|ft|yards?|"
+    r"yd|gallons?|gal|pints?|pt|quarts?|qt|sticks?|slices?|dozen|acres?|percent|pieces?|parts?|shares?|"
+    r"servings?|cans?|bottles?|loaf|loaves)\b|[^\w\s]|$)", re.I)
+
+
 def read_powers_and_fractions(text: str) -> str:
     """``text`` with powers and fractions written as English words, which espeak-ng reads right:
     ``10^5`` -> "10 to the power of 5", ``x^2`` -> "x squared", ``2^n`` -> "2 to the power of n",
     ``1 1⁄2`` (U+2044, as :func:`cosyvoice_ui.inputs.text.clean_text` writes ``1½``) -> "1 and
     1 half", ``3⁄4`` -> "3 quarters" (a denominator over 10: "over"). A typed slash is read as a
-    fraction only when the fraction is proper with a denominator of 2-10 (``1/2``, ``1 3/4``):
-    "24/7", "50/50" and dates (``1/2/2024``) are left to espeak-ng, which read ``1/2`` as "one
-    slash two" and skipped U+2044."""
+    fraction only when the fraction is proper with a denominator of 2-10 (``1/2``, ``1 3/4``) and,
+    without a whole number before it, stands at the end of a phrase or before "of" or a unit
+    (``3/4 cup``, ``1/2 of it``); after a counting word it is a score (``step 1/3``, ``rated 4/5``:
+    "1 out of 3"); before other words, "24/7", "50/50" and dates (``1/2/2024``, ``3/4 at noon``)
+    it is left to espeak-ng, which reads ``1/2`` as "one slash two" and skips U+2044."""
     def fraction(m: re.Match) -> str:
         whole, num, slash, den = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
         words = _DENOMINATORS.get(den)
         if slash == "/" and not (words and num < den):
             return m.group()
+        if slash == "/" and not whole:
+            if _COUNTED_BEFORE.search(m.string, 0, m.start()):
+                return f"{num} out of {den}"
+            if not _FRACTION_AFTER.match(m.string, m.end()):
+                return m.group()
         part = f"{num} {words[num != 1]}" if words else f"{num} over {den}"
         return f"{whole} and {part}" if whole else part
 
