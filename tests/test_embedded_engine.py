@@ -285,3 +285,28 @@ def test_speed_and_a_slow_instruction_together_stay_within_the_speed_range(engin
     assert 0.9 < len(both.audio) / len(fastest.audio) < 1.1
     assert any("as fast as speed alone goes" in n for n in both.notes), both.notes
     assert not any("kept to" in n for n in run(1.0, "sad and slow").notes)  # 1.59: within the range
+
+
+def test_amounts_of_money_are_read_as_amounts(engine):
+    """espeak-ng read "$50" as "dollar fifty" (heard as $1.50), "$1.2M" as "dollar one point two M",
+    and "€1.234,56" as "euros one point two three four, fifty six", a thousandth of the amount
+    (thirty-ninth newcomer session). Compared in phonemes with the amounts written out."""
+    from cosyvoice_ui.engines.embedded.engine import read_currency_amounts, read_signed_amounts
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def spoken(text: str, plain: bool = False) -> str:
+        text = text if plain else read_currency_amounts(read_signed_amounts(clean_text(text)))
+        return " ".join("".join(s) for s in engine._voice.phonemize(text))
+
+    cases = {
+        "It costs $50 today.": "It costs 50 dollars today.",
+        "A refund of -$50.": "A refund of minus 50 dollars.",
+        "They raised $1.2M and £5.": "They raised 1.2 million dollars and 5 pounds.",
+        "I paid €1.234,56 for the car.": "I paid 1234 euros and 56 cents for the car.",
+        "It costs 1.234,56 € in Germany.": "It costs 1234 euros and 56 cents in Germany.",
+        "From €9,99 to €12,50, or $0.50.": "From 9 euros and 99 cents to 12 euros and 50 cents, or 50 cents.",
+        "A $1 coin, US$20 and 50k € prize.": "A 1 dollar coin, US 20 dollars and 50 thousand euros prize.",
+    }
+    for typed, words in cases.items():
+        assert spoken(typed) == spoken(words, plain=True), typed
+    assert spoken("The $ sign and 1.234 and 3,14.") == spoken("The $ sign and 1.234 and 3,14.", plain=True)

@@ -278,3 +278,13 @@ def test_digits_grouped_by_spaces_are_one_number(typed, cleaned):
 def test_unit_symbols_with_a_power_are_written_as_powers():
     """NFKC made ㎡ "m2", read "m two" (thirty-seventh newcomer session)."""
     assert clean_text("50㎡, 3㎥ and 9.8㎨; 5㎏") == "50m^2, 3m^3 and 9.8m∕s^2; 5kg"
+
+
+@pytest.mark.parametrize("typed, cleaned", [
+    ("I paid €1.234,56.", "I paid €1234.56."), ("1.234,56 € here", "1234.56 € here"),
+    ("From €9,99 to 12,50 €.", "From €9.99 to 12.50 €."),
+    ("1.234 and 3,14 and 1,50 m and v1.234,5", "1.234 and 3,14 and 1,50 m and v1.234,5"),  # ambiguous: as typed
+])
+def test_decimal_commas_are_points_where_nothing_else_is_meant(typed, cleaned):
+    """"€1.234,56" was read "one point two three four, fifty six" (thirty-ninth newcomer session)."""
+    assert clean_text(typed) == cleaned

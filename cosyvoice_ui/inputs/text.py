@@ -160,8 +160,9 @@ def clean_text(text: str) -> str:
     digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
     word as ``'``, turn line breaks and tabs into spaces, drop other control
-    characters (NUL, bidi overrides), collapse runs of spaces, and spell runs of 13 or more digits
-    one digit at a time (:func:`spell_long_digit_runs`).
+    characters (NUL, bidi overrides), collapse runs of spaces, write decimal commas as points
+    where they cannot be anything else (:func:`write_decimal_commas_as_points`: ``1.234,56``,
+    ``€9,99``), and spell runs of 13 or more digits one digit at a time (:func:`spell_long_digit_runs`).
 
     In text with Chinese, Japanese or Korean letters, full-width punctuation (``，。！？``) is
     kept as typed; elsewhere it becomes ASCII (``ｈｅｌｌｏ！`` -> ``hello!``)."""
@@ -196,7 +197,22 @@ def clean_text(text: str) -> str:
             out.append(value if cat == "Nd" else f" {value} ")
         else:
             out.append(ch)
-    return spell_long_digit_runs(" ".join("".join(out).split()))
+    return spell_long_digit_runs(write_decimal_commas_as_points(" ".join("".join(out).split())))
+
+
+# Amounts written the continental European way: "1.234,56" (points group, a comma before the
+# decimals) and "9,99" next to a euro sign. espeak-ng read "€1.234,56" as "euros one point two
+# three four, fifty six", a thousandth of the amount (thirty-ninth newcomer session). Only the
+# unambiguous forms: "1.234" alone and "9,99" without € are left as typed.
+_GROUPED_WITH_DECIMAL_COMMA = re.compile(r"(?<![\w.,])\d{1,3}(?:\.\d{3})+,\d{1,2}(?!\d|[.,]\d)")
+_EURO_DECIMAL_COMMA = re.compile(r"(?:(?<=€)|(?<=€ ))\d+,\d{2}(?!\d|[.,]\d)|(?<![\w.,])\d+,\d{2}(?= ?€)")
+
+
+def write_decimal_commas_as_points(text: str) -> str:
+    """``1.234,56`` -> ``1234.56`` and ``€9,99`` / ``9,99 €`` -> ``€9.99`` / ``9.99 €``: amounts
+    with a decimal comma written the way every engine's English reading expects."""
+    text = _GROUPED_WITH_DECIMAL_COMMA.sub(lambda m: m.group().replace(".", "").replace(",", "."), text)
+    return _EURO_DECIMAL_COMMA.sub(lambda m: m.group().replace(",", "."), text)
 
 
 # espeak-ng names numbers up to quintillions and reads longer runs digit by digit, but it says

@@ -110,8 +110,8 @@ class EmbeddedEngine(Engine):
                          f"as speed alone goes.")
         length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
-        sentences = [s for s in self._voice.phonemize(read_signed_amounts(read_powers_and_fractions(request.text)))
-                     if s]
+        spoken = read_currency_amounts(read_signed_amounts(read_powers_and_fractions(request.text)))
+        sentences = [s for s in self._voice.phonemize(spoken) if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -230,6 +230,43 @@ def read_signed_amounts(text: str) -> str:
     "dollar fifty", so a refund of -$50 was spoken as a payment (thirty-seventh newcomer
     session); "-5" it reads as "minus 5" already."""
     return _SIGNED_AMOUNT.sub("minus ", text)
+
+
+_CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
+               "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "sen", "sen"),
+               "₹": ("rupee", "rupees", "paisa", "paise")}
+_SCALES = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion",
+           "thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion"}
+_AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?(k|m|mn|b|bn|thousand|million|billion|trillion)\b)?"
+_CURRENCY_BEFORE = re.compile(rf"([$€£¥₹])\s?{_AMOUNT}", re.I)
+_CURRENCY_AFTER = re.compile(rf"(?<![\w.,]){_AMOUNT}\s?([€£¥₹])", re.I)
+
+
+def read_currency_amounts(text: str) -> str:
+    """``text`` with amounts of money written as English words: espeak-ng read "$50" as "dollar
+    fifty" (which a listener hears as $1.50), "$1.2M" as "dollar one point two M" and "€9.99" as
+    "euros nine point nine nine" (thirty-ninth newcomer session). ``$50`` -> "50 dollars", ``$1``
+    -> "1 dollar", ``$1.50`` -> "1 dollar and 50 cents", ``$1.2M`` / ``50k €`` -> "1.2 million
+    dollars" / "50 thousand euros", ``9.99 €`` -> "9 euros and 99 cents"; ``$``, ``€``, ``£``,
+    ``¥``, ``₹`` before or after the amount."""
+    def words(symbol: str, whole: str, decimals: str | None, scale: str | None) -> str:
+        one, many, sub_one, sub_many = _CURRENCIES[symbol]
+        if scale:
+            amount = whole + (f".{decimals}" if decimals else "")
+            return f"{amount} {_SCALES[scale.lower()]} {many}"
+        spoken = f"{whole} {one if whole == '1' else many}"
+        if decimals and len(decimals) == 2 and int(decimals):
+            cents = str(int(decimals))
+            cents = f"{cents} {sub_one if cents == '1' else sub_many}"
+            return cents if whole == "0" else f"{spoken} and {cents}"
+        return spoken if not decimals or not int(decimals) else f"{whole}.{decimals} {many}"
+
+    def before(m: re.Match) -> str:
+        joined = m.start() > 0 and m.string[m.start() - 1].isalnum()  # "US$20" became "US20 dollars"
+        return (" " if joined else "") + words(m.group(1), m.group(2), m.group(3), m.group(4))
+
+    text = _CURRENCY_BEFORE.sub(before, text)
+    return _CURRENCY_AFTER.sub(lambda m: words(m.group(4), m.group(1), m.group(2), m.group(3)), text)
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
