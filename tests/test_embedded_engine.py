@@ -310,3 +310,25 @@ def test_amounts_of_money_are_read_as_amounts(engine):
     for typed, words in cases.items():
         assert spoken(typed) == spoken(words, plain=True), typed
     assert spoken("The $ sign and 1.234 and 3,14.") == spoken("The $ sign and 1.234 and 3,14.", plain=True)
+
+
+def test_dates_times_and_ranges_are_read_as_such(engine):
+    """espeak-ng read "2026-11-30" as "2026 dash 11 dash 30", "10–12" as "ten twelve", "9-5" as
+    "nine dash five" and "9:00" as "nine zero zero" (thirty-ninth newcomer session). Compared in
+    phonemes with the words written out; phone numbers and names with numbers stay as they were."""
+    from cosyvoice_ui.engines.embedded.engine import read_dates_times_and_ranges
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def spoken(text: str, plain: bool = False) -> str:
+        text = text if plain else read_dates_times_and_ranges(clean_text(text))
+        return " ".join("".join(s) for s in engine._voice.phonemize(text))
+
+    cases = {
+        "Due 2026-11-30 at 14:05.": "Due November 30, 2026 at 14 oh 5.",
+        "Open 9-5, or 9:00-17:00, for 10–12 people.": "Open 9 to 5, or 9 o'clock to 17 o'clock, for 10 to 12 people.",
+        "Add 2-3 tbsp at 9:00 am.": "Add 2 to 3 tbsp at 9 am.",
+    }
+    for typed, words in cases.items():
+        assert spoken(typed) == spoken(words, plain=True), typed
+    kept = "Call 555-1234, COVID-19, 1-2-3, at 9:30 in 16:9."
+    assert spoken(kept) == spoken(kept, plain=True)

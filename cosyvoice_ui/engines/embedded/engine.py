@@ -110,7 +110,8 @@ class EmbeddedEngine(Engine):
                          f"as speed alone goes.")
         length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
-        spoken = read_currency_amounts(read_signed_amounts(read_powers_and_fractions(request.text)))
+        spoken = read_dates_times_and_ranges(read_currency_amounts(read_signed_amounts(
+            read_powers_and_fractions(request.text))))
         sentences = [s for s in self._voice.phonemize(spoken) if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
@@ -267,6 +268,37 @@ def read_currency_amounts(text: str) -> str:
 
     text = _CURRENCY_BEFORE.sub(before, text)
     return _CURRENCY_AFTER.sub(lambda m: words(m.group(4), m.group(1), m.group(2), m.group(3)), text)
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+_ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
+_CLOCK = r"\d{1,2}(?::\d{2})?"
+# An en dash between numbers, or a hyphen between numbers of one or two digits or clock times
+# ("9-5", "2-3 tbsp", "9:00-17:00"); not "123-4567" (a phone number) nor "1-2-3".
+_RANGE = re.compile(rf"(?<![\d:.,-])(\d[\d,.:]*)\s?\u2013\s?(\d)|(?<![\d:.,-])({_CLOCK})-({_CLOCK})(?![\d:-])")
+_TIME = re.compile(r"(?<![\d:.,])([01]?\d|2[0-4]):([0-5]\d)(?![\d:])(\s?[ap]\.?m\b\.?)?", re.I)
+
+
+def read_dates_times_and_ranges(text: str) -> str:
+    """``text`` with ISO dates, clock times and number ranges written as English words, which
+    espeak-ng read as arithmetic or digits (thirty-ninth newcomer session): ``2026-11-30`` ->
+    "November 30, 2026" (was "2026 dash 11 dash 30"), ``10–12`` and ``9-5`` -> "10 to 12", "9 to 5"
+    (the en dash was silent, the hyphen "dash"), ``9:00`` -> "9 o'clock" ("9 zero zero"), ``14:05``
+    -> "14 oh 5" ("14 zero 5"), ``9:00 am`` -> "9 am"."""
+    def date(m: re.Match) -> str:
+        month, day = int(m.group(2)), int(m.group(3))
+        return f"{_MONTHS[month - 1]} {day}, {m.group(1)}" if 1 <= month <= 12 and 1 <= day <= 31 else m.group()
+
+    def time_(m: re.Match) -> str:
+        hour, minutes, meridiem = m.group(1), m.group(2), m.group(3) or ""
+        if minutes == "00":
+            return f"{int(hour)}{meridiem}" if meridiem else f"{int(hour)} o'clock"
+        return f"{int(hour)} oh {minutes[1]}{meridiem}" if minutes[0] == "0" else m.group()
+
+    text = _ISO_DATE.sub(date, text)
+    text = _RANGE.sub(lambda m: f"{m.group(1)} to {m.group(2)}" if m.group(1) else f"{m.group(3)} to {m.group(4)}", text)
+    return _TIME.sub(time_, text)
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
