@@ -344,3 +344,36 @@ def test_a_monotone_voice_is_not_taken_for_a_hum(tmp_path):
     sf.write(tmp_path / "monotone.wav", 0.4 * flat, sr, subtype="PCM_16")
     prompt = load_prompt_audio(str(tmp_path / "monotone.wav"))
     assert not any("steady tone" in n for n in prompt.notes), prompt.notes
+
+
+def _butterworth(samples: np.ndarray, sr: int, order: int, band_hz, kind: str) -> np.ndarray:
+    """A Butterworth filter applied with torchaudio's biquads (second-order sections, so any order
+    is stable): ``order`` per edge, even."""
+    import torch
+    import torchaudio.functional as AF
+
+    x = torch.tensor(samples, dtype=torch.float64)
+    for k in range(order // 2):
+        q = 1.0 / (2.0 * np.sin((2 * k + 1) * np.pi / (2 * order)))  # the k-th pole pair's Q
+        if kind in ("band", "high"):
+            x = AF.highpass_biquad(x, sr, band_hz[0], Q=q)
+        if kind in ("band", "low"):
+            x = AF.lowpass_biquad(x, sr, band_hz[-1], Q=q)
+    return x.numpy().astype(np.float32)
+
+
+@pytest.mark.parametrize("path", prompt_files()[:10:3], ids=lambda p: p.name)
+def test_telephone_band_audio_at_a_higher_rate_is_refused(path, tmp_path):
+    """A phone call band-passed to 300-3400 Hz and saved at 16 kHz passed the 16 kHz check, and the
+    embedded engine's clone of a man came out 10 semitones higher (thirty-eighth newcomer session).
+    A laptop microphone's high-pass at 250 Hz is no telephone."""
+    from cosyvoice_ui.inputs.prompt_audio import resample
+
+    samples, sr = audio_corpus.read(path)
+    call = resample(_butterworth(samples, sr, 6, (300.0, 3400.0), "band"), sr, 8000)
+    for audio, rate in ((resample(call, 8000, 16000), 16000), (_butterworth(samples, sr, 4, (300.0, 3400.0), "band"), sr)):
+        sf.write(tmp_path / "call.wav", audio, rate)
+        with pytest.raises(InputError, match=r"almost nothing above 4.5 kHz .* phone call"):
+            load_prompt_audio(str(tmp_path / "call.wav"))
+    sf.write(tmp_path / "laptop.wav", _butterworth(samples, sr, 2, (250.0,), "high"), sr)
+    assert load_prompt_audio(str(tmp_path / "laptop.wav")).seconds > 2

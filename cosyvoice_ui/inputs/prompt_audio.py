@@ -301,7 +301,7 @@ def load_prompt_audio(path: str) -> PromptAudio:
     Steps: decode (:func:`decode_audio_file`), reject non-finite samples, reject rates under
     16 kHz, scale float samples past full scale down to it, mix down to mono (mean of channels),
     resample to 24 kHz with torchaudio, reject silence, trim silent ends, check the remaining
-    duration, reject a steady tone.
+    duration, reject a steady tone, reject telephone-band audio (:func:`high_band_db`).
 
     Args:
         path: the uploaded or recorded file.
@@ -311,7 +311,8 @@ def load_prompt_audio(path: str) -> PromptAudio:
 
     Raises:
         InputError: with a message naming the problem (not audio, truncated, NaN, too low a
-            sample rate, silent, too short, too long, a steady tone) and what would work.
+            sample rate, silent, too short, too long, a steady tone, nothing above 4.5 kHz) and
+            what would work.
     """
     with _DECODE_SLOTS:
         return _load_prompt_audio(path)
@@ -327,6 +328,37 @@ def _check_sample_rate(sr: int) -> None:
             "(telephone-quality audio lacks the high band that carries a voice's timbre). "
             "Record again at 16 kHz or more (44.1 or 48 kHz is best)."
         )
+
+
+# Telephone-band audio saved at a higher rate passed the sample-rate check: a 300-3400 Hz call
+# resampled to 16 kHz made the embedded engine's clone of a man 10 semitones higher (its pitch
+# tracker took the second harmonic for the missing fundamental; thirty-eighth newcomer session).
+# Measured as the power at 4.5-11 kHz over the power at 2-3.4 kHz (the top of the telephone band,
+# which a beep or a hum at lower frequencies does not change; a share of the whole power did: a
+# 1 kHz beep before the speech made it -35 dB): -9.3 to +2.1 dB in the real prompts, -31 to -37 dB
+# in them band-passed to 300-3400 Hz via 8 kHz, -19 to -29 dB with a gentler 4th-order band-pass
+# kept at 48 kHz (/tmp/s10/band4.py, throwaway).
+_HIGH_BAND_HZ = (4500.0, 11000.0)
+_TELEPHONE_TOP_HZ = (2000.0, 3400.0)
+MIN_HIGH_BAND_DB = -16.0
+
+
+def high_band_db(samples: np.ndarray, sample_rate_hz: int) -> float:
+    """The power of ``samples`` at 4.5-11 kHz relative to their power at 2-3.4 kHz, in dB (Welch's
+    method: the mean power spectrum of Hann-windowed 2048-sample segments, half overlapping).
+    Needs ``sample_rate_hz`` of 24 kHz or more to see the band whole (the prompt is checked at
+    24 kHz); -inf when the high band is empty, +inf when the lower one is."""
+    x = np.asarray(samples, dtype=np.float64)
+    size = min(2048, len(x))
+    starts = range(0, len(x) - size + 1, size // 2)
+    window = np.hanning(size)
+    power = np.mean([np.abs(np.fft.rfft(x[i:i + size] * window)) ** 2 for i in starts], axis=0)
+    hz = np.fft.rfftfreq(size, 1.0 / sample_rate_hz)
+    high = float(power[(hz >= _HIGH_BAND_HZ[0]) & (hz <= _HIGH_BAND_HZ[1])].sum())
+    below = float(power[(hz >= _TELEPHONE_TOP_HZ[0]) & (hz <= _TELEPHONE_TOP_HZ[1])].sum())
+    if high <= 0 or below <= 0:
+        return float("-inf") if high <= 0 else float("inf")
+    return 10.0 * np.log10(high / below)
 
 
 def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
@@ -622,6 +654,14 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         raise InputError(f"The prompt audio is {what} for most of its length: a test "
                          "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
                          "hum louder than itself: filter the hum out first)." + scaled_hint)
+    high_db = high_band_db(trimmed, PROMPT_SAMPLE_RATE_HZ)
+    if high_db < MIN_HIGH_BAND_DB:
+        raise InputError(
+            f"The prompt audio has almost nothing above {_HIGH_BAND_HZ[0] / 1000:g} kHz ({-high_db:.0f} dB under its "
+            f"2-3.4 kHz band; microphone recordings: within about 10 dB): it sounds like a phone call, a headset in "
+            f"call mode, a low-bitrate file or a muffled recording, saved at a higher sample rate ({sr} Hz). That "
+            "band carries a voice's timbre, and the low band telephone audio also lacks misleads the pitch (a man's "
+            "voice came out nearly an octave higher). Record again with a microphone at 16 kHz or more." + scaled_hint)
     lines_hz = steady_lines_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
     if lines_hz:
         trimmed = remove_steady_lines(trimmed, PROMPT_SAMPLE_RATE_HZ, lines_hz)
