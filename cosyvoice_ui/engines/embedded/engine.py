@@ -166,7 +166,9 @@ class EmbeddedEngine(Engine):
             profile = vc.profile_from_features(vc.analyze(x, self._sample_rate_hz))
         except ValueError:
             raise PromptAudioRefused("The prompt audio has almost no voiced speech (no pitch could be measured). "
-                             "Upload 3-10 s of someone speaking, not noise, music or whispering.") from None
+                             "Upload 3-10 s of someone speaking, not noise, music or whispering; if someone does "
+                             "speak in it, the noise around the voice is too loud: record somewhere quieter or "
+                             "closer to the microphone.") from None
         self._profiles[prompt.sha1] = profile
         while len(self._profiles) > _PROFILE_CACHE_SIZE:
             self._profiles.popitem(last=False)
