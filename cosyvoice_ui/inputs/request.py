@@ -37,8 +37,9 @@ def build_request(
     """Validate everything a user sent and build the request for the worker.
 
     Args:
-        text: text to speak (checked by :func:`~.text.validate_text`; HTML and SSML tags and the
-            inline tags the engine does not perform removed by :func:`~.markup.remove_markup`, with a note).
+        text: text to speak (checked by :func:`~.text.validate_text`; HTML, SSML and Markdown,
+            subtitle timings and the inline tags the engine does not perform removed first by
+            :func:`~.markup.remove_markup`, with a note).
         prompt_audio_path: uploaded or recorded file, or ``None``.
         prompt_text: transcript of the prompt (optional).
         instruction: style instruction (optional, at most 200 characters).
