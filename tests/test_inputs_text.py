@@ -265,13 +265,14 @@ def test_text_of_only_markup_is_refused_by_name():
 
 
 @pytest.mark.parametrize("typed, cleaned", [
-    ("1 234 567 people", "1234567 people"), ("12\u202f345 km", "12345 km"), ("12\u00a0345,67 €", "12345.67 €"),
-    ("1 234 567.89 total", "1234567.89 total"),
-    ("3 100 dollar bills", "3 100 dollar bills"), ("020 123 456", "020 123 456"), ("555 123 4567", "555 123 4567"),
+    ("1\u202f234\u202f567 people", "1234567 people"), ("12\u202f345 km", "12345 km"),
+    ("12\u00a0345,67 €", "12345.67 €"), ("1\u2009234\u2009567.89 total", "1234567.89 total"),
+    ("Call +1 555 123 4567 now.", "Call +1 555 123 4567 now."), ("Rooms 101 102 103", "Rooms 101 102 103"),
+    ("3 100 dollar bills", "3 100 dollar bills"), ("020 123 456", "020 123 456"),
 ])
-def test_digits_grouped_by_spaces_are_one_number(typed, cleaned):
-    """"1 234 567" was read as three numbers (thirty-seventh newcomer session). Thin and no-break
-    spaces between groups of three always group; ordinary spaces with two groups or more."""
+def test_digits_grouped_by_thin_or_no_break_spaces_are_one_number(typed, cleaned):
+    """"12 345" was read as two numbers (thirty-seventh newcomer session). Ordinary spaces are left
+    as typed: joined, "+1 555 123 4567" and "Rooms 101 102 103" became one amount (fortieth)."""
     assert clean_text(typed) == cleaned
 
 

@@ -140,23 +140,23 @@ def _mark_powers_and_fractions(text: str) -> str:
     return "".join(apart(i, ch) for i, ch in enumerate(text))
 
 
-# Digits grouped by spaces, as SI and most of Europe write them: a thin or no-break space between
-# groups of three is always grouping; an ordinary space only with at least two groups after a
-# first group of 1-3 digits not starting with 0 ("1 234 567", not "3 100" nor "020 123"). Read as
-# three numbers before (thirty-seventh newcomer session).
-_SPACE_GROUPED = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:(?:[\u00a0\u2009\u202f]\d{3})+|(?: \d{3}){2,})(?![\d]|[.,]\d{3})")
+# Digits grouped by thin or no-break spaces, as SI and most of Europe write them ("12 345"), are
+# one number (read as two before; thirty-seventh newcomer session). Ordinary spaces are left as
+# typed: joined from two groups of three on, a phone number "+1 555 123 4567" and a list of rooms
+# "101 102 103" became one huge amount (fortieth).
+_SPACE_GROUPED = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:[\u00a0\u2009\u202f]\d{3})+(?![\d]|[.,]\d{3})")
 
 
 def _join_digit_groups(text: str) -> str:
-    """``1 234 567`` and ``12\u202f345`` (thin or no-break spaces) -> ``1234567``, ``12345``."""
-    return _SPACE_GROUPED.sub(lambda m: re.sub(r"[ \u00a0\u2009\u202f]", "", m.group()), text)
+    """``12\u202f345`` and ``1\u00a0234\u00a0567`` (thin or no-break spaces) -> ``12345``, ``1234567``."""
+    return _SPACE_GROUPED.sub(lambda m: re.sub(r"[\u00a0\u2009\u202f]", "", m.group()), text)
 
 
 def clean_text(text: str) -> str:
     """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``),
     with superscripts written as powers and fractions kept apart from the number before them
     (:func:`_mark_powers_and_fractions`: ``10⁵`` -> ``10^5``, ``1½`` -> ``1 1⁄2``, ``㎡`` -> ``m^2``),
-    digit groups written with spaces joined (:func:`_join_digit_groups`: ``1 234 567`` -> ``1234567``), write the
+    digit groups written with thin or no-break spaces joined (:func:`_join_digit_groups`), write the
     digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
     word as ``'``, turn line breaks and tabs into spaces, drop other control
