@@ -291,11 +291,12 @@ def test_amounts_of_money_are_read_as_amounts(engine):
     """espeak-ng read "$50" as "dollar fifty" (heard as $1.50), "$1.2M" as "dollar one point two M",
     and "€1.234,56" as "euros one point two three four, fifty six", a thousandth of the amount
     (thirty-ninth newcomer session). Compared in phonemes with the amounts written out."""
-    from cosyvoice_ui.engines.embedded.engine import read_currency_amounts, read_signed_amounts
+    from cosyvoice_ui.engines.embedded.engine import (read_currency_amounts, read_dates_times_and_ranges,
+                                                      read_signed_amounts)
     from cosyvoice_ui.inputs.text import clean_text
 
     def spoken(text: str, plain: bool = False) -> str:
-        text = text if plain else read_currency_amounts(read_signed_amounts(clean_text(text)))
+        text = text if plain else read_currency_amounts(read_signed_amounts(read_dates_times_and_ranges(clean_text(text))))
         return " ".join("".join(s) for s in engine._voice.phonemize(text))
 
     cases = {
@@ -306,6 +307,9 @@ def test_amounts_of_money_are_read_as_amounts(engine):
         "It costs 1.234,56 € in Germany.": "It costs 1234 euros and 56 cents in Germany.",
         "From €9,99 to €12,50, or $0.50.": "From 9 euros and 99 cents to 12 euros and 50 cents, or 50 cents.",
         "A $1 coin, US$20 and 50k € prize.": "A 1 dollar coin, US 20 dollars and 50 thousand euros prize.",
+        # Indian grouping and ranges (fortieth newcomer session)
+        "It costs ₹1,00,000 or ₹2.5 lakh.": "It costs 100000 rupees or 2.5 lakh rupees.",
+        "Pay $50-100, $50-$100 or $50k-$80k.": "Pay 50 dollars to 100, 50 dollars to 100 dollars or 50 thousand dollars to 80 thousand dollars.",
     }
     for typed, words in cases.items():
         assert spoken(typed) == spoken(words, plain=True), typed
@@ -327,8 +331,9 @@ def test_dates_times_and_ranges_are_read_as_such(engine):
         "Due 2026-11-30 at 14:05.": "Due November 30, 2026 at 14 oh 5.",
         "Open 9-5, or 9:00-17:00, for 10–12 people.": "Open 9 to 5, or 9 o'clock to 17 o'clock, for 10 to 12 people.",
         "Add 2-3 tbsp at 9:00 am.": "Add 2 to 3 tbsp at 9 am.",
+        "From 1939-1945, pages 100-120.": "From 1939 to 1945, pages 100 to 120.",  # fortieth newcomer session
     }
     for typed, words in cases.items():
         assert spoken(typed) == spoken(words, plain=True), typed
-    kept = "Call 555-1234, COVID-19, 1-2-3, at 9:30 in 16:9."
+    kept = "Call 555-1234 or 1-800-555-1234, COVID-19, 1-2-3, at 9:30 in 16:9, serial 1234-12-12, due 2026-02-30."
     assert spoken(kept) == spoken(kept, plain=True)

@@ -110,7 +110,8 @@ class EmbeddedEngine(Engine):
                          f"as speed alone goes.")
         length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
-        spoken = read_dates_times_and_ranges(read_currency_amounts(read_signed_amounts(
+        # Ranges before money: "$50-100" is "50 to 100 dollars"'s reading, "50 dollars 100" after it.
+        spoken = read_currency_amounts(read_signed_amounts(read_dates_times_and_ranges(
             read_powers_and_fractions(request.text))))
         sentences = [s for s in self._voice.phonemize(spoken) if s]
         if not sentences:
@@ -239,8 +240,12 @@ _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "eur
                "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "sen", "sen"),
                "₹": ("rupee", "rupees", "paisa", "paise")}
 _SCALES = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion",
-           "thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion"}
-_AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?(k|m|mn|b|bn|thousand|million|billion|trillion)\b)?"
+           "thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion",
+           "lakh": "lakh", "lakhs": "lakh", "crore": "crore", "crores": "crore"}
+# Grouped by thousands (1,000,000) or the Indian way (10,00,000: "₹1,00,000" was read "1 rupee, 00,000";
+# fortieth newcomer session).
+_AMOUNT = (r"(\d{1,3}(?:,\d{3})+|\d{1,2}(?:,\d{2})+,\d{3}|\d+)(?:\.(\d+))?"
+           r"(?:\s?(k|m|mn|b|bn|thousand|million|billion|trillion|lakhs?|crores?)\b)?")
 _CURRENCY_BEFORE = re.compile(rf"([$€£¥₹])\s?{_AMOUNT}", re.I)
 _CURRENCY_AFTER = re.compile(rf"(?<![\w.,]){_AMOUNT}\s?([€£¥₹])", re.I)
 
@@ -257,6 +262,7 @@ def read_currency_amounts(text: str) -> str:
         if scale:
             amount = whole + (f".{decimals}" if decimals else "")
             return f"{amount} {_SCALES[scale.lower()]} {many}"
+        whole = whole.replace(",", "") if re.fullmatch(r"\d{1,2}(?:,\d{2})+,\d{3}", whole) else whole
         spoken = f"{whole} {one if whole == '1' else many}"
         if decimals and len(decimals) == 2 and int(decimals):
             cents = str(int(decimals))
@@ -274,11 +280,16 @@ def read_currency_amounts(text: str) -> str:
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
-_ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
-_CLOCK = r"\d{1,2}(?::\d{2})?"
-# An en dash between numbers, or a hyphen between numbers of one or two digits or clock times
-# ("9-5", "2-3 tbsp", "9:00-17:00"); not "123-4567" (a phone number) nor "1-2-3".
-_RANGE = re.compile(rf"(?<![\d:.,-])(\d[\d,.:]*)\s?\u2013\s?(\d)|(?<![\d:.,-])({_CLOCK})-({_CLOCK})(?![\d:-])")
+_ISO_DATE = re.compile(r"(?<![\d-])(1[89]\d\d|2[01]\d\d)-(\d{2})-(\d{2})(?![\d-])")  # 1800-2199: "1234-12-12" is a code
+_DAYS_IN_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_CLOCK = r"\d{1,3}(?::\d{2})?"
+# An en dash between numbers; a hyphen between numbers of one to three digits or clock times ("9-5",
+# "2-3 tbsp", "50-100", "9:00-17:00"), between years ("1939-1945"), or between an amount and a
+# currency sign ("$50-$100": the range was lost, fortieth newcomer session); not "123-4567" (a
+# phone number), "1-800-555" nor "1-2-3".
+_RANGE = re.compile(rf"(?<![\d:.,-])(\d[\d,.:]*)\s?\u2013\s?(?=[$€£¥₹]?\d)"
+                    rf"|(?<![\d:.,-])({_CLOCK}|1[89]\d\d|20\d\d)-(?=(?:{_CLOCK}|1[89]\d\d|20\d\d)(?![\d:-]))"
+                    rf"|(?<=\d)[kKmMbB]?\s?[-\u2013]\s?(?=[$€£¥₹]\d)")
 _TIME = re.compile(r"(?<![\d:.,])([01]?\d|2[0-4]):([0-5]\d)(?![\d:])(\s?[ap]\.?m\b\.?)?", re.I)
 
 
@@ -290,7 +301,15 @@ def read_dates_times_and_ranges(text: str) -> str:
     -> "14 oh 5" ("14 zero 5"), ``9:00 am`` -> "9 am"."""
     def date(m: re.Match) -> str:
         month, day = int(m.group(2)), int(m.group(3))
-        return f"{_MONTHS[month - 1]} {day}, {m.group(1)}" if 1 <= month <= 12 and 1 <= day <= 31 else m.group()
+        valid = 1 <= month <= 12 and 1 <= day <= _DAYS_IN_MONTH[month - 1]  # not "February 30"
+        return f"{_MONTHS[month - 1]} {day}, {m.group(1)}" if valid else m.group()
+
+    def range_(m: re.Match) -> str:
+        if m.group(1) is not None:
+            return f"{m.group(1)} to "
+        if m.group(2) is not None:
+            return f"{m.group(2)} to "
+        return m.group().rstrip("-\u2013 ") + " to "  # an amount's scale (50k) stays before "to"
 
     def time_(m: re.Match) -> str:
         hour, minutes, meridiem = m.group(1), m.group(2), m.group(3) or ""
@@ -299,7 +318,7 @@ def read_dates_times_and_ranges(text: str) -> str:
         return f"{int(hour)} oh {minutes[1]}{meridiem}" if minutes[0] == "0" else m.group()
 
     text = _ISO_DATE.sub(date, text)
-    text = _RANGE.sub(lambda m: f"{m.group(1)} to {m.group(2)}" if m.group(1) else f"{m.group(3)} to {m.group(4)}", text)
+    text = _RANGE.sub(range_, text)
     return _TIME.sub(time_, text)
 
 
