@@ -337,3 +337,20 @@ def test_dates_times_and_ranges_are_read_as_such(engine):
         assert spoken(typed) == spoken(words, plain=True), typed
     kept = "Call 555-1234 or 1-800-555-1234, COVID-19, 1-2-3, at 9:30 in 16:9, serial 1234-12-12, due 2026-02-30."
     assert spoken(kept) == spoken(kept, plain=True)
+
+
+def test_comparisons_and_a_spaced_minus_are_spoken(engine):
+    """espeak-ng says nothing for "<", ">" and a spaced "-": "a<b" was read "a b", "Price <$50"
+    "price 50 dollars" and "5 - 3 = 2" "five three equals two" (fortieth newcomer session)."""
+    from cosyvoice_ui.engines.embedded.engine import read_comparisons, read_currency_amounts
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def spoken(text: str, plain: bool = False) -> str:
+        text = text if plain else read_comparisons(read_currency_amounts(clean_text(text)))
+        return " ".join("".join(s) for s in engine._voice.phonemize(text))
+
+    assert spoken("If a<b and x >= 2, then 5 - 3 = 2.") == spoken(
+        "If a less than b and x greater than or equal to 2, then 5 minus 3 = 2.", plain=True)
+    assert spoken("Price <$50.") == spoken("Price less than 50 dollars.", plain=True)
+    kept = "Press <Enter>, go - now, a -> b."
+    assert spoken(kept) == spoken(kept, plain=True)

@@ -229,6 +229,11 @@ def _requested(text: str, engine: str = "embedded"):
      "Hello, how are you? Fine."),
     ("WEBVTT\n\n00:01.000 --> 00:04.000\nNever drink it.", "Never drink it."),
     ('The <sub alias="World Wide Web">WWW</sub> is big.', "The World Wide Web is big."),
+    # fortieth newcomer session
+    ("00:01:02,500 --> 00:01:04,000 Hello there.", "Hello there."),
+    ("| Name | Age |\n|---|---|\n| Bob | 42 |", "Name, Age. Bob, 42."),
+    ("Here*. And one**. Rating: ***** stars.", "Here. And one. Rating: stars."),
+    ('<p>A cat: <img alt="a cat" src="x.png"><p>Done', "A cat: a cat. Done."),
     ('<mstts:express-as style="cheerful">Yay!</mstts:express-as> <!-- hidden -->', "Yay!"),
     ("[laughter] Oh <strong>no</strong>, <laughter>ha ha</laughter>.", "Oh no, ha ha."),
     ("## Intro\nThis is **bold** and *it* and ~~old~~ `code`.\n- one\n* two\n> quoted\n---\n"
@@ -243,7 +248,10 @@ def test_markup_is_removed_with_a_note(typed, spoken):
 
 
 @pytest.mark.parametrize("typed", ["x <y and y> z, if a < b.", "2*3*4 = 24 and a * b", "Call #5 now",
-                                   "snake_case_name", "AT&T and R&D; &foo; here", "[1] See note", "if a<b and c>d then"])
+                                   "snake_case_name", "AT&T and R&D; &foo; here", "[1] See note", "if a<b and c>d then",
+                                   # fortieth newcomer session: tags named in prose, signs before numbers, names
+                                   "Use a <p> tag; the <head> of it.", "> 5 people came.", "+ 5 points.",
+                                   "Use __init__ and A__B."])
 def test_text_that_only_looks_like_markup_is_kept(typed):
     text, notes = _requested(typed)
     assert notes == [] and text == clean_text(typed)

@@ -40,10 +40,13 @@ _BLOCKS = frozenset("p br div li ul ol h1 h2 h3 h4 h5 h6 tr td th table blockquo
 _SENTENCE_BREAK = "\u2029"  # PARAGRAPH SEPARATOR, which no typed text keeps (clean_text drops it)
 # SSML's <sub alias="World Wide Web">WWW</sub> is read as its alias.
 _SSML_ALIAS = re.compile(r"<sub\s+alias\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')\s*>[^<]*</sub\s*>", re.I)
+# Elements with no end tag (HTML's void elements, SSML's empty ones).
+_VOID = frozenset("br hr img input meta link wbr col break mark audio".split())
 _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 # An attribute must have a value (href="x"): "x <b and c> d" is no tag. Possessive quantifiers keep
 # a run of "<a b=c b=c ..." without a closing ">" linear.
-_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))*+)\s*+/?>")
+_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))*+)\s*+(/?)>")
+_ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 # Bracketed inline tags CosyVoice's tokenizer knows (engines/cosyvoice/prompt_format.py, INLINE_TAGS).
 _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|hissing|mn|lipsmack|vocalized-noise)\]",
@@ -55,19 +58,30 @@ _MARKDOWN = (
     # Subtitles (SubRip .srt, WebVTT): the cue numbers and timings were read as amounts, a 2.7 s
     # dialogue as 14.9 s of "zero zero colon ..." (thirty-ninth newcomer session).
     (re.compile(r"^WEBVTT\b.*$", re.M), "", "subtitle timings"),
-    (re.compile(r"^[ \t]*(?:\d+[ \t]*\n[ \t]*)?(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}[ \t]+-->[ \t]+(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}.*$",
-                re.M), "", "subtitle timings"),
+    # The timing and WebVTT's cue settings (align:start); words after them on the line stay (fortieth).
+    (re.compile(r"^[ \t]*(?:\d+[ \t]*\n[ \t]*)?(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}[ \t]+-->[ \t]+(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}"
+                r"(?:[ \t]+[\w-]+:[^\s:]+)*", re.M), "", "subtitle timings"),
     # Footnote markers [^1] (and their definitions' "[^1]:"): "oven[^2]" was read "oven squared".
     (re.compile(r"\[\^[^\]\s]{1,20}\]:?"), "", "[^1] (footnote markers)"),
     (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
-    (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "---"),
+    (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "rules (---, ***)"),
+    # Tables: the row under the header goes, each row ends a sentence, its cells a phrase each.
+    (re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$", re.M), "", "| tables |"),
+    (re.compile(r"^[ \t]*\|(.+)\|[ \t]*$", re.M),
+     lambda m: _line_as_sentence(", ".join(c.strip() for c in m.group(1).split("|") if c.strip())), "| tables |"),
     (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "#"),
-    (re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M), "", ">"),
-    (re.compile(r"^[ \t]*[-*+][ \t]+(\S.*?)[ \t]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "- (list bullets)"),
+    # Not before a number: "> 5 people came" is "more than 5", "+ 5 points" a plus (fortieth newcomer session).
+    (re.compile(r"^[ \t]*(?:>[ \t]?)+(?![ \t]*[$€£¥₹]?\d)", re.M), "", "> (quotes)"),
+    (re.compile(r"^[ \t]*(?:[-*][ \t]+|\+[ \t]+(?![$€£¥₹]?\d))(\S.*?)[ \t]*$", re.M),
+     lambda m: _line_as_sentence(m.group(1)), "list bullets"),
     (re.compile(r"!?\[([^\]\n]+)\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)"), r"\1", "[text](link)"),
-    (re.compile(r"(\*\*|__)(?=[^\s*_])(.+?)(?<=[^\s*_])\1"), r"\2", "**"),
+    (re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*"), r"\1", "**"),
+    # __bold__ only around a phrase with a space, between words: "__init__" and "A__B" are names (fortieth).
+    (re.compile(r"(?<!\w)__(?=[^\s_])([^_\n]*?\s[^_\n]*?)(?<=[^\s_])__(?!\w)"), r"\1", "__"),
     (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"\1", "*"),
     (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1", "~~"),
+    # Footnote asterisks after a word ("here*.", "one**") and a rating's run of stars ("*****").
+    (re.compile(r"(?<=[^\W\d_])\*{1,3}(?=[\s.,;:!?)]|$)|(?<!\S)\*{3,}(?!\S)", re.M), "", "* (footnote marks)"),
     (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
 )
 
@@ -115,12 +129,27 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         note("<!-- -->")
         return " "
 
+    # A tag named in prose ("Use a <p> tag", "The <head> of the department") is a word: only tags
+    # with their pair, attributes, a closing slash, no pair by nature (<br>) or repeated (<li>One<li>Two)
+    # are markup (fortieth newcomer session: "Use a. tag for paragraphs").
+    seen: dict[tuple[str, str], int] = {}
+    for found in _TAG.finditer(text):
+        key = (found.group(1), found.group(2).lower())
+        seen[key] = seen.get(key, 0) + 1
+
+    def is_markup(m: re.Match) -> bool:
+        slash, name = m.group(1), m.group(2).lower()
+        return bool(m.group(3) or m.group(4) or name in _VOID or ":" in name
+                    or seen.get(("" if slash else "/", name)) or seen.get((slash, name), 0) > 1)
+
     def tag(m: re.Match) -> str:
         name = m.group(2).lower()
         if name in performed_tags or not (name in _HTML_ELEMENTS or name in _SSML_ELEMENTS
-                                             or name in _COSYVOICE_ELEMENTS or ":" in name):
+                                             or name in _COSYVOICE_ELEMENTS or ":" in name) or not is_markup(m):
             return m.group()
         note(f"<{m.group(1)}{m.group(2)}>")
+        if name == "img" and (alt := _ALT.search(m.group(3))):  # the picture's words, as a screen reader says them
+            return f" {alt.group(1) if alt.group(1) is not None else alt.group(2)} "
         return "" if name in _INLINE else _SENTENCE_BREAK if name in _BLOCKS else " "
 
     def alias(m: re.Match) -> str:

@@ -111,8 +111,8 @@ class EmbeddedEngine(Engine):
         length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
         # Ranges before money: "$50-100" is "50 to 100 dollars"'s reading, "50 dollars 100" after it.
-        spoken = read_currency_amounts(read_signed_amounts(read_dates_times_and_ranges(
-            read_powers_and_fractions(request.text))))
+        spoken = read_comparisons(read_currency_amounts(read_signed_amounts(read_dates_times_and_ranges(
+            read_powers_and_fractions(request.text)))))
         sentences = [s for s in self._voice.phonemize(spoken) if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
@@ -320,6 +320,30 @@ def read_dates_times_and_ranges(text: str) -> str:
     text = _ISO_DATE.sub(date, text)
     text = _RANGE.sub(range_, text)
     return _TIME.sub(time_, text)
+
+
+# Between a number or a one-letter variable and another (a<b, x >= 2, 5 > 3; not "Press <Enter>"), or
+# before a number at the start of a phrase (<$50, > 5).
+_COMPARISON = re.compile(r"\b(\d[\d.,]*|[A-Za-z])\s*(<=|>=|<|>)\s*(?=\d|[A-Za-z]\b)"
+                         r"|(?:^|(?<=[\s(]))(<=|>=|<|>)\s?(?=[$€£¥₹]?\d)")
+_COMPARISON_WORDS = {"<": "less than", ">": "greater than", "<=": "less than or equal to",
+                     ">=": "greater than or equal to"}
+_SPACED_MINUS = re.compile(r"(?<=\d) - (?=\d)")
+
+
+def read_comparisons(text: str) -> str:
+    """``text`` with comparison signs and a spaced minus between numbers written as words, which
+    espeak-ng says nothing for (fortieth newcomer session: "a<b" was read "a b", "Price <$50"
+    "price 50 dollars", "5 - 3 = 2" "five three equals two"): ``a<b`` -> "a less than b",
+    ``x >= 2`` -> "x greater than or equal to 2", ``<$50`` -> "less than $50", ``5 - 3`` -> "5
+    minus 3". Only between numbers or one-letter variables, or before a number: "Press <Enter>"
+    and arrows ("->") stay as typed."""
+    def sign(m: re.Match) -> str:
+        if m.group(2):
+            return f"{m.group(1)} {_COMPARISON_WORDS[m.group(2)]} "
+        return f"{_COMPARISON_WORDS[m.group(3)]} "
+
+    return _SPACED_MINUS.sub(" minus ", _COMPARISON.sub(sign, text))
 
 
 class EmbeddedTorchEngine(EmbeddedEngine):
