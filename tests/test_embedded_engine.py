@@ -354,3 +354,22 @@ def test_comparisons_and_a_spaced_minus_are_spoken(engine):
     assert spoken("Price <$50.") == spoken("Price less than 50 dollars.", plain=True)
     kept = "Press <Enter>, go - now, a -> b."
     assert spoken(kept) == spoken(kept, plain=True)
+
+
+def test_slash_dates_subtraction_about_and_times_are_read_as_meant(engine):
+    """"12/25/1990" was read "12 slash 25 slash 1990", "10-2 = 8" as a range "10 to 2", "~$50"
+    "tilde 50 dollars" and "rose 3x" "3 x" (forty-first newcomer session)."""
+    from cosyvoice_ui.engines.embedded.engine import (read_comparisons, read_currency_amounts,
+                                                      read_dates_times_and_ranges)
+    from cosyvoice_ui.inputs.text import clean_text
+
+    def spoken(text: str, plain: bool = False) -> str:
+        text = text if plain else read_comparisons(read_currency_amounts(read_dates_times_and_ranges(clean_text(text))))
+        return " ".join("".join(s) for s in engine._voice.phonemize(text))
+
+    assert spoken("Born 12/25/1990, or 25/12/1990 in Britain.") == spoken(
+        "Born December 25, 1990, or December 25, 1990 in Britain.", plain=True)
+    assert spoken("So 10-2 = 8, it costs ~$50, and it rose 3x.") == spoken(
+        "So 10 minus 2 = 8, it costs about 50 dollars, and it rose 3 times.", plain=True)
+    kept = "On 03/04/2025, a 4x4 car."
+    assert spoken(kept) == spoken(kept, plain=True)

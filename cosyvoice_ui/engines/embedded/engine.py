@@ -288,15 +288,20 @@ _CLOCK = r"\d{1,3}(?::\d{2})?"
 # currency sign ("$50-$100": the range was lost, fortieth newcomer session); not "123-4567" (a
 # phone number), "1-800-555" nor "1-2-3".
 _RANGE = re.compile(rf"(?<![\d:.,-])(\d[\d,.:]*)\s?\u2013\s?(?=[$€£¥₹]?\d)"
-                    rf"|(?<![\d:.,-])({_CLOCK}|1[89]\d\d|20\d\d)-(?=(?:{_CLOCK}|1[89]\d\d|20\d\d)(?![\d:-]))"
+                    rf"|(?<![\d:.,-])({_CLOCK}|1[89]\d\d|20\d\d)-(?=(?:{_CLOCK}|1[89]\d\d|20\d\d)(?![\d:-])"
+                    r"(?!\s*(?:=|equals\b)))"  # "10-2 = 8" is a subtraction (forty-first newcomer session)
                     rf"|(?<=\d)[kKmMbB]?\s?[-\u2013]\s?(?=[$€£¥₹]\d)")
+# A date written month/day/year (12/25/1990) or day/month/year (25/12/1990): told apart when one of
+# the first two numbers is over 12; both 12 or under ("03/04/2025") it stays as typed ("slash").
+_SLASH_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(1[89]\d\d|2[01]\d\d)(?![\d/])")
 _TIME = re.compile(r"(?<![\d:.,])([01]?\d|2[0-4]):([0-5]\d)(?![\d:])(\s?[ap]\.?m\b\.?)?", re.I)
 
 
 def read_dates_times_and_ranges(text: str) -> str:
     """``text`` with ISO dates, clock times and number ranges written as English words, which
     espeak-ng read as arithmetic or digits (thirty-ninth newcomer session): ``2026-11-30`` ->
-    "November 30, 2026" (was "2026 dash 11 dash 30"), ``10–12`` and ``9-5`` -> "10 to 12", "9 to 5"
+    "November 30, 2026" (was "2026 dash 11 dash 30"), ``12/25/1990`` and ``25/12/1990`` -> "December 25,
+    1990" (not ``03/04/2025``, which could be either), ``10–12`` and ``9-5`` -> "10 to 12", "9 to 5"
     (the en dash was silent, the hyphen "dash"), ``9:00`` -> "9 o'clock" ("9 zero zero"), ``14:05``
     -> "14 oh 5" ("14 zero 5"), ``9:00 am`` -> "9 am"."""
     def date(m: re.Match) -> str:
@@ -317,7 +322,15 @@ def read_dates_times_and_ranges(text: str) -> str:
             return f"{int(hour)}{meridiem}" if meridiem else f"{int(hour)} o'clock"
         return f"{int(hour)} oh {minutes[1]}{meridiem}" if minutes[0] == "0" else m.group()
 
+    def slash_date(m: re.Match) -> str:
+        a, b, year = int(m.group(1)), int(m.group(2)), m.group(3)
+        month, day = (a, b) if b > 12 >= a else (b, a) if a > 12 >= b else (0, 0)
+        if not (1 <= month <= 12 and 1 <= day <= _DAYS_IN_MONTH[month - 1]):
+            return m.group()
+        return f"{_MONTHS[month - 1]} {day}, {year}"
+
     text = _ISO_DATE.sub(date, text)
+    text = _SLASH_DATE.sub(slash_date, text)
     text = _RANGE.sub(range_, text)
     return _TIME.sub(time_, text)
 
@@ -328,7 +341,9 @@ _COMPARISON = re.compile(r"\b(\d[\d.,]*|[A-Za-z])\s*(<=|>=|<|>)\s*(?=\d|[A-Za-z]
                          r"|(?:^|(?<=[\s(]))(<=|>=|<|>)\s?(?=[$€£¥₹]?\d)")
 _COMPARISON_WORDS = {"<": "less than", ">": "greater than", "<=": "less than or equal to",
                      ">=": "greater than or equal to"}
-_SPACED_MINUS = re.compile(r"(?<=\d) - (?=\d)")
+_SPACED_MINUS = re.compile(r"(?<=\d) - (?=\d)|(?<=\d)-(?=\d+\s*(?:=|equals\b))")  # 5 - 3, 10-2 = 8
+_ABOUT = re.compile(r"(?:^|(?<=[\s(]))~\s?(?=[$€£¥₹]?\d)")  # ~$50 was "tilde 50 dollars" (forty-first)
+_TIMES = re.compile(r"(?<=\d)x(?=[\s.,;:!?)]|$)")  # "rose 3x" was "3 x"
 
 
 def read_comparisons(text: str) -> str:
@@ -336,13 +351,14 @@ def read_comparisons(text: str) -> str:
     espeak-ng says nothing for (fortieth newcomer session: "a<b" was read "a b", "Price <$50"
     "price 50 dollars", "5 - 3 = 2" "five three equals two"): ``a<b`` -> "a less than b",
     ``x >= 2`` -> "x greater than or equal to 2", ``<$50`` -> "less than $50", ``5 - 3`` -> "5
-    minus 3". Only between numbers or one-letter variables, or before a number: "Press <Enter>"
+    minus 3"; also ``~$50`` -> "about $50" and ``3x`` -> "3 times". Only between numbers or one-letter variables, or before a number: "Press <Enter>"
     and arrows ("->") stay as typed."""
     def sign(m: re.Match) -> str:
         if m.group(2):
             return f"{m.group(1)} {_COMPARISON_WORDS[m.group(2)]} "
         return f"{_COMPARISON_WORDS[m.group(3)]} "
 
+    text = _ABOUT.sub("about ", _TIMES.sub(" times", text))
     return _SPACED_MINUS.sub(" minus ", _COMPARISON.sub(sign, text))
 
 
