@@ -99,14 +99,18 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     """``text`` without markup an engine would read aloud.
 
     Removes HTML comments, the tags (not the words between them) of HTML and SSML elements and
-    of namespaced SSML extensions, CosyVoice's bracketed tags (``[laughter]``, ``[breath]``,
-    ...), Markdown's marks (see ``_MARKDOWN``: ``# ``, ``> ``, ``- `` at a line's start,
-    ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` -> ``text``, footnote markers
-    ``[^1]``) and subtitle cue numbers and timings (.srt, WebVTT); SSML's ``<sub alias="...">`` is
-    replaced by its alias. Block elements' tags (``<p>``, ``<li>``, ``<h2>``, ``<br>``) end a
-    sentence: a full stop is added where the text before has no punctuation. Then it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an
-    unknown name such as ``&foo;`` stays). A tag inside a word leaves nothing, one between blocks
-    (``<p>``, ``<br>``, ``<li>``) a space.
+    of namespaced SSML extensions (an image's ``alt`` text is read in its place), CosyVoice's
+    bracketed tags (``[laughter]``, ``[breath]``, ...), Markdown's marks (see ``_MARKDOWN``: ``# ``,
+    ``> ``, ``- `` at a line's start, ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` ->
+    ``text``, footnote markers ``[^1]`` and asterisks, tables, rules, code fences) and subtitle cue
+    numbers and timings (.srt, WebVTT); SSML's ``<sub alias="...">`` is replaced by its alias. Then
+    it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an unknown name
+    such as ``&foo;`` stays).
+
+    An inline tag (``<b>`` in "un<b>believ</b>able") leaves nothing; a block tag (``<p>``, ``<li>``,
+    ``<h2>``, ``<br>``) ends a sentence, with a full stop where the text before has no punctuation;
+    others leave a space. A tag counts only with its pair, attributes, a closing slash, no pair by
+    nature (``<br>``) or when repeated: "Use a <p> tag" keeps its ``<p>``.
 
     Args:
         text: the text as typed, with its line breaks (Markdown's marks are known by where a line
