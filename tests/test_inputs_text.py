@@ -234,6 +234,9 @@ def _requested(text: str, engine: str = "embedded"):
     ("| Name | Age |\n|---|---|\n| Bob | 42 |", "Name, Age. Bob, 42."),
     ("Here*. And one**. Rating: ***** stars.", "Here. And one. Rating: stars."),
     ('<p>A cat: <img alt="a cat" src="x.png"><p>Done', "A cat: a cat. Done."),
+    # Code and drawings go with their content (forty-second newcomer session).
+    ('<head><style>body{color:red}</style><script>var x = "no";</script></head><h1>Welcome</h1>'
+     '<svg><text>icon</text></svg><p>Hello.</p>', "Welcome. Hello."),
     ('<mstts:express-as style="cheerful">Yay!</mstts:express-as> <!-- hidden -->', "Yay!"),
     ("[laughter] Oh <strong>no</strong>, <laughter>ha ha</laughter>.", "Oh no, ha ha."),
     ("## Intro\nThis is **bold** and *it* and ~~old~~ `code`.\n- one\n* two\n> quoted\n---\n"

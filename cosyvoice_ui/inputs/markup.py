@@ -48,6 +48,9 @@ _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))*+)\s*+(/?)>")
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
+# CSS read aloud (forty-second newcomer session). Removed with what is between their tags.
+_CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\1\s*>", re.S | re.I)
 # Bracketed inline tags CosyVoice's tokenizer knows (engines/cosyvoice/prompt_format.py, INLINE_TAGS).
 _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|hissing|mn|lipsmack|vocalized-noise)\]",
                           re.I)
@@ -105,7 +108,8 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     ``text``, footnote markers ``[^1]`` and asterisks, tables, rules, code fences) and subtitle cue
     numbers and timings (.srt, WebVTT); SSML's ``<sub alias="...">`` is replaced by its alias. Then
     it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an unknown name
-    such as ``&foo;`` stays).
+    such as ``&foo;`` stays). ``<script>``, ``<style>``, ``<noscript>``, ``<template>`` and ``<svg>``
+    go with their content (code or drawing, not words).
 
     An inline tag (``<b>`` in "un<b>believ</b>able") leaves nothing; a block tag (``<p>``, ``<li>``,
     ``<h2>``, ``<br>``) ends a sentence, with a full stop where the text before has no punctuation;
@@ -172,7 +176,12 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
             note(m.group())
         return decoded
 
+    def code(m: re.Match) -> str:
+        note(f"<{m.group(1)}> with its content")
+        return " "
+
     out = _COMMENT.sub(comment, text)
+    out = _CODE_ELEMENT.sub(code, out)
     out = _SSML_ALIAS.sub(alias, out)
     out = _TAG.sub(tag, out)
     out = _BRACKET_TAG.sub(bracket, out)
