@@ -164,7 +164,7 @@ def test_onnx_backend_reports_no_seed(engine):
 def test_powers_and_fractions_are_read_as_such(engine):
     """clean_text marks them (10^5, 1 1⁄2); espeak-ng read "1/2" as "one slash two", skipped the
     fraction slash and read the joined "11⁄2" as "eleven two"."""
-    from cosyvoice_ui.engines.embedded.engine import read_powers_and_fractions
+    from cosyvoice_ui.engines.embedded.reading import read_powers_and_fractions
     from cosyvoice_ui.inputs.text import clean_text
 
     def spoken(text: str) -> str:
@@ -216,7 +216,7 @@ def test_symbols_count_as_the_words_they_are_read_as(engine):
     to" each) counted as 87 characters were 37 s of audio, and a 607-character text of them 258 s
     in 200-character segments (thirty-second newcomer session). Counted by spoken_chars, a text of
     symbols is no more speech per character than an ordinary sentence (phonemes as the measure)."""
-    from cosyvoice_ui.engines.embedded.engine import read_powers_and_fractions
+    from cosyvoice_ui.engines.embedded.reading import read_powers_and_fractions
     from cosyvoice_ui.inputs.segments import spoken_chars
     from cosyvoice_ui.inputs.text import clean_text
 
@@ -260,7 +260,7 @@ def test_a_segment_of_unspoken_symbols_is_skipped_not_fatal(engine):
 def test_a_minus_before_a_currency_amount_is_spoken(engine):
     """espeak-ng read "-$50" as "dollar fifty": a refund was spoken as a payment (thirty-seventh
     newcomer session). Compared in phonemes with the words written out."""
-    from cosyvoice_ui.engines.embedded.engine import read_signed_amounts
+    from cosyvoice_ui.engines.embedded.reading import read_signed_amounts
 
     def spoken(text: str) -> str:
         return " ".join("".join(s) for s in engine._voice.phonemize(read_signed_amounts(text)))
@@ -291,7 +291,7 @@ def test_amounts_of_money_are_read_as_amounts(engine):
     """espeak-ng read "$50" as "dollar fifty" (heard as $1.50), "$1.2M" as "dollar one point two M",
     and "€1.234,56" as "euros one point two three four, fifty six", a thousandth of the amount
     (thirty-ninth newcomer session). Compared in phonemes with the amounts written out."""
-    from cosyvoice_ui.engines.embedded.engine import (read_currency_amounts, read_dates_times_and_ranges,
+    from cosyvoice_ui.engines.embedded.reading import (read_currency_amounts, read_dates_times_and_ranges,
                                                       read_signed_amounts)
     from cosyvoice_ui.inputs.text import clean_text
 
@@ -320,7 +320,7 @@ def test_dates_times_and_ranges_are_read_as_such(engine):
     """espeak-ng read "2026-11-30" as "2026 dash 11 dash 30", "10–12" as "ten twelve", "9-5" as
     "nine dash five" and "9:00" as "nine zero zero" (thirty-ninth newcomer session). Compared in
     phonemes with the words written out; phone numbers and names with numbers stay as they were."""
-    from cosyvoice_ui.engines.embedded.engine import read_dates_times_and_ranges
+    from cosyvoice_ui.engines.embedded.reading import read_dates_times_and_ranges
     from cosyvoice_ui.inputs.text import clean_text
 
     def spoken(text: str, plain: bool = False) -> str:
@@ -342,7 +342,7 @@ def test_dates_times_and_ranges_are_read_as_such(engine):
 def test_comparisons_and_a_spaced_minus_are_spoken(engine):
     """espeak-ng says nothing for "<", ">" and a spaced "-": "a<b" was read "a b", "Price <$50"
     "price 50 dollars" and "5 - 3 = 2" "five three equals two" (fortieth newcomer session)."""
-    from cosyvoice_ui.engines.embedded.engine import read_comparisons, read_currency_amounts
+    from cosyvoice_ui.engines.embedded.reading import read_comparisons, read_currency_amounts
     from cosyvoice_ui.inputs.text import clean_text
 
     def spoken(text: str, plain: bool = False) -> str:
@@ -359,7 +359,7 @@ def test_comparisons_and_a_spaced_minus_are_spoken(engine):
 def test_slash_dates_subtraction_about_and_times_are_read_as_meant(engine):
     """"12/25/1990" was read "12 slash 25 slash 1990", "10-2 = 8" as a range "10 to 2", "~$50"
     "tilde 50 dollars" and "rose 3x" "3 x" (forty-first newcomer session)."""
-    from cosyvoice_ui.engines.embedded.engine import (read_comparisons, read_currency_amounts,
+    from cosyvoice_ui.engines.embedded.reading import (read_comparisons, read_currency_amounts,
                                                       read_dates_times_and_ranges)
     from cosyvoice_ui.inputs.text import clean_text
 
