@@ -197,11 +197,14 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     assert validate_text("Count 𒐕 wedges, ↂ men, 𐄇 sign.", 200, ("en",)) == "Count 1 wedges, 10000 men, 1 sign."
     assert validate_text("价格是〇元, 二〇二六年", 200, ("zh", "en")) == "价格是〇元, 二〇二六年"
     # A text that numerals make longer says so: "9011 characters" for 1512 typed (twenty-sixth).
-    with pytest.raises(InputError, match=r"5999 characters long once its numerals, fractions and powers, ligatures \(ﬁ\) and unit symbols \(㎡\) are written out \(1000 as typed\)"):
+    with pytest.raises(InputError, match=r"5999 characters long once characters such as ↂ \(10000\) are written out \(1000 as typed\)"):
         validate_text("ↂ" * 1000, 2000, ("en",))
-    # A PDF's ligatures grow too, with no numeral in sight (thirty-seventh newcomer session).
-    with pytest.raises(InputError, match=r"2100 characters long once .*ligatures \(ﬁ\)"):
+    # A PDF's ligatures grow too, with no numeral in sight (thirty-seventh newcomer session), and
+    # ellipses, which were blamed on numerals and ligatures (forty-third): the message names them.
+    with pytest.raises(InputError, match=r"2100 characters long once characters such as ﬃ \(ffi\)"):
         validate_text("ﬃ" * 700, 2000, ("en",))
+    with pytest.raises(InputError, match=r"4501 characters long once characters such as … \(\.\.\.\) are written out"):
+        validate_text("Wait" + "…" * 1499, 2000, ("en",))
     # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."
 
@@ -258,6 +261,68 @@ def test_markup_is_removed_with_a_note(typed, spoken):
 def test_text_that_only_looks_like_markup_is_kept(typed):
     text, notes = _requested(typed)
     assert notes == [] and text == clean_text(typed)
+
+
+@pytest.mark.parametrize("typed, spoken", [
+    # WebVTT as YouTube writes it: header, NOTE block, word timestamps, class and voice spans.
+    ("WEBVTT\nKind: captions\nLanguage: en\n\nNOTE made by hand\nstill the note\n\n"
+     "00:00:00.000 --> 00:00:02.000 align:start position:0%\nhello<00:00:00.480><c> everyone</c>"
+     "<00:00:00.960><c.yellow> and</c>\n\n00:00:02.000 --> 00:00:04.000\n<v Roger>Welcome.</v>",
+     "hello everyone and Welcome."),
+    ("[![Build](https://img.shields.io/b.svg)](https://ci.example.com/x) passing.", "Build passing."),
+    ('See the [docs][1] and [FAQ][].\n\n[1]: https://example.com/docs "Docs"\n[FAQ]: https://example.com/faq',
+     "See the docs and FAQ."),
+    ("Install:\n```bash\ngit clone https://github.com/foo/bar.git\ncd bar && ./run.sh\n```\nThen run it.",
+     "Install: Then run it."),
+    ("- [x] Buy milk\n- [ ] Call Anna", "Buy milk. Call Anna."),
+    ("It was built.[2][3] In 1901[citation needed] it fell,[a] they say[who?].",
+     "It was built. In 1901 it fell, they say."),
+    ('Retrieved from "https://en.wikipedia.org/w/index.php?title=Foo&oldid=12345".',
+     'Retrieved from "en.wikipedia.org".'),
+    ("Go to https://www.google.com/url?sa=t&url=https%3A%2F%2Fexample.com, or www.example.org/a/b.",
+     "Go to google.com, or example.org."),
+])
+def test_pasted_documents_lose_what_nobody_meant_to_hear(typed, spoken):
+    """Forty-third newcomer session: WebVTT's word timings made a 1.6 s cue 15.8 s, a badge and
+    reference links read their addresses, citation marks and a "Retrieved from" address made an
+    article 20 % longer, a 232-character address was 43 s of letters, a code block's commands
+    were read out, task-list boxes read "x"."""
+    text, notes = _requested(typed)
+    assert text == spoken
+    assert len(notes) == 1
+
+
+@pytest.mark.parametrize("typed", ["NOTE: the office closes at 5.", "[1] See the first note.",
+                                   "Write to a.b@example.com today."])
+def test_text_that_only_looks_like_subtitles_citations_or_addresses_is_kept(typed):
+    text, notes = _requested(typed)
+    assert notes == [] and text == clean_text(typed)
+
+
+def test_markup_in_the_instruction_and_prompt_text_is_removed_with_a_note():
+    """"<b>happy</b>" as an instruction listed "<b>" pieces as words not applied (forty-third)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    request, notes, _ = build_request("Hello &lt;there&gt;.", None, "<i>Hi</i> there", "<b>happy</b>", 1.0, -1,
+                                      max_text_chars=2000, capabilities=engine_capabilities("embedded"))
+    assert (request.text, request.instruction, request.prompt_text) == ("Hello <there>.", "happy", "Hi there")
+    assert "Markup removed from the instruction: <b>, </b>." in notes
+    assert "Markup removed from the prompt text: <i>, </i>." in notes
+    assert any("&lt; (read as <)" in n for n in notes)  # decoded, not "removed"
+
+
+@pytest.mark.parametrize("typed, cleaned", [
+    ("Please confirm！Thanks", "Please confirm! Thanks"), ("Really?Yes", "Really? Yes"), ("red,green;blue", "red, green; blue"),
+    ("1,000 at 3:45, e.g.here, C++?", "1,000 at 3:45, e.g.here, C++?"),
+    ("an exam-\nple of hyphen-\n  ated docu\u00ad\nment, Item 5-\nA", "an example of hyphenated document, Item 5- A"),
+    ("The\u200binformation\u200bwas", "The information was"),
+    ("再见。。 ⒈⒉", "再见。。 1. 2."),  # an ideographic full stop is no list marker: it was spaced
+])
+def test_text_copied_from_pdfs_and_chinese_keyboards_reads_as_words(typed, cleaned):
+    """Forty-third newcomer session: "confirm!Thanks" was read "confirm exclamation mark thanks",
+    a PDF's "exam-\nple" as two words, words joined by zero-width spaces as one."""
+    assert clean_text(typed) == cleaned
 
 
 def test_cosyvoice_keeps_the_tags_it_performs():

@@ -54,18 +54,33 @@ _CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\
 # Bracketed inline tags CosyVoice's tokenizer knows (engines/cosyvoice/prompt_format.py, INLINE_TAGS).
 _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|hissing|mn|lipsmack|vocalized-noise)\]",
                           re.I)
+_LINK = re.compile(r"!?\[([^\]\n]{1,300})\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)")
+_WEBVTT_FILE = re.compile(r"\A\s*WEBVTT\b")
 # Markdown (CommonMark's syntax), only where it cannot be anything else: marks at the start of a
 # line (headings, quotes, list bullets, rules, code fences), links, and emphasis that hugs words
 # (``**bold**``, ``*it*``, ``~~struck~~``, ```code```; not ``a * b`` or ``2*3*4``).
 _MARKDOWN = (
     # Subtitles (SubRip .srt, WebVTT): the cue numbers and timings were read as amounts, a 2.7 s
-    # dialogue as 14.9 s of "zero zero colon ..." (thirty-ninth newcomer session).
-    (re.compile(r"^WEBVTT\b.*$", re.M), "", "subtitle timings"),
+    # dialogue as 14.9 s of "zero zero colon ..." (thirty-ninth newcomer session). WebVTT's header
+    # ("Kind: captions", "Language: en") and its NOTE, STYLE and REGION blocks (only in a file that
+    # starts with WEBVTT: "NOTE: ..." elsewhere is a sentence) end at a blank line or a timing.
+    (re.compile(r"^(?:NOTE|STYLE|REGION)\b[^\n]*(?:\n(?![^\n]*-->)[^\n]*\S[^\n]*)*", re.M),
+     lambda m: "" if _WEBVTT_FILE.match(m.string) else m.group(), "subtitle timings"),
+    (re.compile(r"^WEBVTT\b[^\n]*(?:\n(?![^\n]*-->)[^\n]*\S[^\n]*)*", re.M), "", "subtitle timings"),
+    # WebVTT's cue tags: timestamps inside a cue (YouTube's word timings, "hello<00:00:00.480><c>
+    # everyone</c>"), class spans <c.yellow> and voice spans <v Roger> (a 1.6 s cue was read as
+    # 15.8 s; forty-third newcomer session).
+    (re.compile(r"<(?:\d{2,}:)?\d{2}:\d{2}\.\d{3}>|</?c(?:\.[\w-]+)*>|<v(?:\.[\w-]+)*[ \t][^<>\n]{1,60}>|</v>"),
+     "", "subtitle tags (<c>, <v>, <00:00:00.480>)"),
     # The timing and WebVTT's cue settings (align:start); words after them on the line stay (fortieth).
     (re.compile(r"^[ \t]*(?:\d+[ \t]*\n[ \t]*)?(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}[ \t]+-->[ \t]+(?:\d{1,2}:)?\d{2}:\d{2}[,.]\d{3}"
                 r"(?:[ \t]+[\w-]+:[^\s:]+)*", re.M), "", "subtitle timings"),
     # Footnote markers [^1] (and their definitions' "[^1]:"): "oven[^2]" was read "oven squared".
     (re.compile(r"\[\^[^\]\s]{1,20}\]:?"), "", "[^1] (footnote markers)"),
+    # A fenced code block goes with its code: a README's commands were read out ("git clone https colon
+    # slash slash ..."; forty-third newcomer session). An unclosed fence loses only its mark.
+    (re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:.*?\n)??[ \t]*\1[ \t]*$", re.M | re.S), _SENTENCE_BREAK,
+     "``` code blocks (with their code)"),
     (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
     (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "rules (---, ***)"),
     # Tables: the row under the header goes, each row ends a sentence, its cells a phrase each.
@@ -75,9 +90,23 @@ _MARKDOWN = (
     (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.M), lambda m: _line_as_sentence(m.group(1)), "#"),
     # Not before a number: "> 5 people came" is "more than 5", "+ 5 points" a plus (fortieth newcomer session).
     (re.compile(r"^[ \t]*(?:>[ \t]?)+(?![ \t]*[$€£¥₹]?\d)", re.M), "", "> (quotes)"),
-    (re.compile(r"^[ \t]*(?:[-*][ \t]+|\+[ \t]+(?![$€£¥₹]?\d))(\S.*?)[ \t]*$", re.M),
+    (re.compile(r"^[ \t]*(?:[-*][ \t]+|\+[ \t]+(?![$€£¥₹]?\d))(?:\[[ xX]\][ \t]+)?(\S.*?)[ \t]*$", re.M),
      lambda m: _line_as_sentence(m.group(1)), "list bullets"),
-    (re.compile(r"!?\[([^\]\n]+)\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)"), r"\1", "[text](link)"),
+    # Twice: a badge is an image inside a link ("[![Build](badge.svg)](https://ci...)" read its
+    # address after one pass; forty-third newcomer session).
+    (_LINK, r"\1", "[text](link)"),
+    (_LINK, r"\1", "[text](link)"),
+    # Wikipedia's citation marks, attached to the word or punctuation before them ("built.[2][3]",
+    # "[citation needed]", "[a]"): a pasted article was 20 % longer with them and its "Retrieved
+    # from" address (forty-third newcomer session). "[1] See note" at a line's start stays.
+    (re.compile(r"(?<=[^\s\[\]])(?:\[(?:\d{1,3}|[a-z]|(?:note|nb|lower-alpha) \d{1,3}|[a-z][a-z ]{0,30} needed|"
+                r"(?:who|when|which|where|why|by whom|according to whom|original research)\?|dubious[^\]\n]{0,20}|"
+                r"failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "",
+     "[1] (citation marks)"),
+    # Reference links "[docs][1]", "[FAQ][]" and their definitions "[1]: https://... "Title"".
+    (re.compile(r"^[ \t]{0,3}\[[^\]\n]{1,300}\]:[ \t]*\S+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$", re.M),
+     "", "[text][ref] (reference links)"),
+    (re.compile(r"!?\[([^\]\n]{1,300})\]\[[^\]\n]{0,40}\]"), r"\1", "[text][ref] (reference links)"),
     (re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*"), r"\1", "**"),
     # __bold__ only around a phrase with a space, between words: "__init__" and "A__B" are names (fortieth).
     (re.compile(r"(?<!\w)__(?=[^\s_])([^_\n]*?\s[^_\n]*?)(?<=[^\s_])__(?!\w)"), r"\1", "__"),
@@ -86,6 +115,10 @@ _MARKDOWN = (
     # Footnote asterisks after a word ("here*.", "one**") and a rating's run of stars ("*****").
     (re.compile(r"(?<=[^\W\d_])\*{1,3}(?=[\s.,;:!?)]|$)|(?<!\S)\*{3,}(?!\S)", re.M), "", "* (footnote marks)"),
     (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
+    # A web address is read as its site: a 232-character link was 43 s of letters (forty-third).
+    (re.compile(r"(?<![\w@/])(?:https?://|www\.)(?:[^\s/?#@]*@)?([\w-]+(?:\.[\w-]+)+)(?::\d+)?"
+                r"(?:[/?#][^\s<>\"]*[^\s<>\"\.,;:!?)\]'])?", re.I),
+     lambda m: re.sub(r"^www\.", "", m.group(1), flags=re.I), "web addresses (read as their site's name)"),
 )
 
 
@@ -173,7 +206,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     def reference(m: re.Match) -> str:
         decoded = html.unescape(m.group())
         if decoded != m.group():
-            note(m.group())
+            note(f"{m.group()} (read as {decoded.strip() or 'a space'})")
         return decoded
 
     def code(m: re.Match) -> str:
@@ -186,8 +219,8 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     out = _TAG.sub(tag, out)
     out = _BRACKET_TAG.sub(bracket, out)
     for pattern, replacement, shown in _MARKDOWN:
-        out, n = pattern.subn(replacement, out)
-        if n:
+        before, out = out, pattern.sub(replacement, out)
+        if out != before:
             note(shown)
     out = _CHARACTER_REFERENCE.sub(reference, out)
     if _SENTENCE_BREAK in out:

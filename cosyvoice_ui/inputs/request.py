@@ -41,8 +41,8 @@ def build_request(
             subtitle timings and the inline tags the engine does not perform removed first by
             :func:`~.markup.remove_markup`, with a note).
         prompt_audio_path: uploaded or recorded file, or ``None``.
-        prompt_text: transcript of the prompt (optional).
-        instruction: style instruction (optional, at most 200 characters).
+        prompt_text: transcript of the prompt (optional; markup removed as from the text, with a note).
+        instruction: style instruction (optional, at most 200 characters; markup removed, with a note).
         speed: speaking-rate multiplier in [0.5, 2.0]; ``None`` means 1.0.
         seed: integer in [-1, 2**31-1]; -1 (or ``None``) means random.
         max_text_chars: ``--max-text-chars``.
@@ -92,6 +92,18 @@ def build_request(
     elif capabilities.prompt_audio_required and not speaker:
         raise InputError("This engine needs prompt audio: upload or record 3-10 s of the voice to clone"
                          + (", or choose a pretrained speaker." if speakers else "."))
+    for name, limit in (("instruction", MAX_INSTRUCTION_CHARS), ("prompt text", MAX_PROMPT_TEXT_CHARS)):
+        value = instruction if name == "instruction" else prompt_text
+        if value and len(value) <= RAW_TEXT_FACTOR * limit + 1000:  # longer: _optional_text refuses it
+            # "<b>happy</b>" as an instruction listed its tag's pieces as words not applied
+            # (forty-third newcomer session).
+            value, removed = remove_markup(value, capabilities.performed_tags)
+            if removed:
+                notes.append(f"Markup removed from the {name}: {_listed(removed)}.")
+            if name == "instruction":
+                instruction = value
+            else:
+                prompt_text = value
     instruction_clean = _optional_text(
         instruction, MAX_INSTRUCTION_CHARS, "instruction",
         "Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")

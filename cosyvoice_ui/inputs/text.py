@@ -129,7 +129,8 @@ def _mark_powers_and_fractions(text: str) -> str:
             unit = unicodedata.normalize("NFKC", ch)
             if len(unit) > 1 and unit[-1] in "23" and unit[-2].isalpha():
                 return f"{unit[:-1]}^{unit[-1]}"  # ㎡ is m^2, not "m2" ("m two"; thirty-seventh newcomer session)
-        if decomposition.startswith("<circle>") or unicodedata.name(ch, "").endswith(" FULL STOP"):
+        name = unicodedata.name(ch, "")
+        if decomposition.startswith("<circle>") or (name.endswith(" FULL STOP") and name.startswith(("DIGIT", "NUMBER"))):
             # ①②③ became "123" (thirtieth newcomer session), the list markers ⒈⒉⒊ "1.2.3." (thirty-second)
             return f" {ch} "
         if i and text[i - 1].isdigit() and decomposition.startswith("<fraction>"):
@@ -152,6 +153,17 @@ def _join_digit_groups(text: str) -> str:
     return _SPACE_GROUPED.sub(lambda m: re.sub(r"[\u00a0\u2009\u202f]", "", m.group()), text)
 
 
+# A word hyphenated across a line break, as text copied from a PDF has it ("exam-\nple", or a soft
+# hyphen before the break): read as two words, "exam ple" (forty-third newcomer session). Joined
+# only between lower-case letters; a hyphenated compound broken at its hyphen ("well-\nknown")
+# is joined too, which espeak reads as the same word.
+_HYPHENATED_LINE_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad][ \t]*\r?\n[ \t]*(?=[a-z])")
+# "!", "?", "," or ";" with a letter right after it: "Please confirm！Thanks" (typed on a Chinese
+# keyboard, "!" once normalized) was read "confirm exclamation mark thanks" (forty-third newcomer
+# session). Not ":" or "." (times, web addresses, "e.g.").
+_PUNCTUATION_BEFORE_A_LETTER = re.compile(r"(?<=[^\W\d_])([!?,;])(?=[^\W\d_])")
+
+
 def clean_text(text: str) -> str:
     """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``),
     with superscripts written as powers and fractions kept apart from the number before them
@@ -159,13 +171,16 @@ def clean_text(text: str) -> str:
     digit groups written with thin or no-break spaces joined (:func:`_join_digit_groups`), write the
     digits and numerals of every script as ASCII numbers (``١٢٣`` -> ``123``, ``፻`` -> ``100``),
     drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
-    word as ``'``, turn line breaks and tabs into spaces, drop other control
+    word as ``'``, join words hyphenated across a line break (``exam-\nple`` -> ``example``), put a
+    space after ``! ? , ;`` between letters (``confirm!Thanks``), turn line breaks, tabs and
+    zero-width spaces into spaces, drop other control
     characters (NUL, bidi overrides), collapse runs of spaces, write decimal commas as points
     where they cannot be anything else (:func:`write_decimal_commas_as_points`: ``1.234,56``,
     ``€9,99``), and spell runs of 13 or more digits one digit at a time (:func:`spell_long_digit_runs`).
 
     In text with Chinese, Japanese or Korean letters, full-width punctuation (``，。！？``) is
     kept as typed; elsewhere it becomes ASCII (``ｈｅｌｌｏ！`` -> ``hello!``)."""
+    text = _HYPHENATED_LINE_BREAK.sub("", text)
     text = _join_digit_groups(text)
     text = _mark_powers_and_fractions(text)
     if any(_script_of(ch) in ("zh", "ja", "ko") for ch in text):
@@ -177,10 +192,11 @@ def clean_text(text: str) -> str:
     # out letter by letter ("D O N ejective T"; the sentence 2.9 times as long; thirty-seventh
     # newcomer session). ＇ became ' above (NFKC); espeak reads ’ as an apostrophe itself.
     text = _WORD_APOSTROPHE.sub("'", text)
+    text = _PUNCTUATION_BEFORE_A_LETTER.sub(r"\1 ", text)
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
-        if ch in "\n\r\t\v\f":
+        if ch in "\n\r\t\v\f\u200b":  # a zero-width space parts words: "The\u200bnews" was one word
             out.append(" ")
         elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue
@@ -301,8 +317,7 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
         # Ligatures and unit symbols (ﬁ, ㎡) grow under NFKC too: a PDF's text with no digits was
         # told its numerals had grown it (thirty-seventh newcomer session).
-        grown = (f" once its numerals, fractions and powers, ligatures (ﬁ) and unit symbols (㎡) are written out "
-                 f"({raw_chars} as typed)"
+        grown = (f" once characters such as {_grown_characters(text)} are written out ({raw_chars} as typed)"
                  if len(cleaned) > raw_chars else "")
         raise InputError(
             f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
@@ -324,6 +339,18 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
 # that stands alone is read as such, however many there are. Letters of any other script the
 # engine does not speak are refused however few: an English voice reads a name like 王小明 as
 # "Chinese letter" three times (fifteenth newcomer session), which no user wants and no note would mend.
+
+
+def _grown_characters(text: str, most: int = 4) -> str:
+    """The characters of ``text`` that cleaning writes as more than one (``"… (...), ↂ (10000)"``),
+    the most frequent first, for the length refusal: a text of "…" was told its numerals and
+    ligatures had grown it (forty-third newcomer session)."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    grown = [(n, ch, written) for ch, n in counts.items() if len(written := clean_text(ch)) > 1]
+    grown.sort(key=lambda item: -item[0])
+    return ", ".join(f"{ch} ({written})" for _, ch, written in grown[:most]) or "numerals and ligatures"
 
 
 def _greek_letters_are_symbols(text: str) -> bool:
