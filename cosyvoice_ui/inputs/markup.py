@@ -1,5 +1,6 @@
 """Markup in pasted text (web process, pure functions): HTML and SSML tags, HTML character
-references, Markdown, and CosyVoice's inline tags for an engine that does not perform them.
+references, Markdown, subtitles, citation marks, web addresses, and CosyVoice's inline tags for an
+engine that does not perform them.
 
 Text copied from a web page's source, an e-mail template or another TTS service's SSML arrives
 with its tags; the embedded engine read them aloud ("less than b greater than", "bracket laughter
@@ -137,9 +138,13 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     Removes HTML comments, the tags (not the words between them) of HTML and SSML elements and
     of namespaced SSML extensions (an image's ``alt`` text is read in its place), CosyVoice's
     bracketed tags (``[laughter]``, ``[breath]``, ...), Markdown's marks (see ``_MARKDOWN``: ``# ``,
-    ``> ``, ``- `` at a line's start, ``**bold**``, ``*it*``, ``~~x~~``, ```x```, ``[text](link)`` ->
-    ``text``, footnote markers ``[^1]`` and asterisks, tables, rules, code fences) and subtitle cue
-    numbers and timings (.srt, WebVTT); SSML's ``<sub alias="...">`` is replaced by its alias. Then
+    ``> ``, ``- `` and task boxes at a line's start, ``**bold**``, ``*it*``, ``~~x~~``, ```x```,
+    ``[text](link)``, badges and reference links -> ``text``, link definitions, footnote markers
+    ``[^1]`` and asterisks, tables, rules, fenced code blocks with their code), Wikipedia's citation
+    marks after a word (``built.[2]``, ``[citation needed]``), subtitle cue numbers and timings
+    (.srt; WebVTT with its header, NOTE blocks, word timestamps and ``<c>``/``<v>`` spans) and web
+    addresses (replaced by their host, ``example.com``); SSML's ``<sub alias="...">`` is replaced by
+    its alias. Then
     it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an unknown name
     such as ``&foo;`` stays). ``<script>``, ``<style>``, ``<noscript>``, ``<template>`` and ``<svg>``
     go with their content (code or drawing, not words).
