@@ -162,6 +162,11 @@ def test_a_pile_of_combining_marks_is_refused_by_name():
     assert validate_text("Nguyễn Văn A, naïve café, e\u0301\u0323", 200, ("en",))  # a few are text
 
 
+def test_a_text_in_a_language_the_engine_cannot_speak_is_told_so_before_its_length():
+    with pytest.raises(InputError, match="English"):
+        validate_text("今天天气很好。" * 400, 2000, ("en",))
+
+
 def test_a_huge_text_is_refused_before_it_is_cleaned():
     """Cleaning walks every character: 100 million of them cost 6 minutes of the web process's
     CPU before the refusal. Far over the limit, the text is refused as sent; a text that only

@@ -313,6 +313,10 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
     cleaned = clean_text(text or "")
     if not cleaned:
         raise InputError("The text is empty. Type the sentence you want to hear.")
+    if languages is not None:
+        # Before the length: a long Chinese text for an English-only engine was told to shorten
+        # itself first, and then that it could not be spoken at all (forty-third newcomer session).
+        _check_languages(cleaned, languages)
     if len(cleaned) > max_chars:
         # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
         # Ligatures and unit symbols (ﬁ, ㎡) grow under NFKC too: a PDF's text with no digits was
@@ -330,8 +334,6 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
     if not any(ch.isalnum() for ch in cleaned):
         raise InputError("The text has no letters or digits to speak (only punctuation or symbols). "
                          "Type a sentence with words in it.")
-    if languages is not None:
-        _check_languages(cleaned, languages)
     return cleaned
 
 
