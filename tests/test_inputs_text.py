@@ -330,6 +330,20 @@ def test_text_copied_from_pdfs_and_chinese_keyboards_reads_as_words(typed, clean
     assert clean_text(typed) == cleaned
 
 
+def test_hashes_and_tokens_get_a_note_that_they_are_spelled():
+    """A git hash was 13.7 s of letters, a JSON Web Token 34.5 s, with no word of why (forty-third)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    _, notes, _ = build_request("Fixed in 3f2a9c0d1e2b3a4f5c6d7e8f9a0b1c2d3e4f5a6b today.", None, None, None, 1.0, -1,
+                                max_text_chars=2000, capabilities=engine_capabilities("embedded"))
+    assert any("Read one character at a time: 3f2a9c0d... (40 characters)" in n for n in notes)
+    for plain in ("Internationalization2024 on 2026-11-30, call 1-800-555-1234.", "COVID-19-related A4-paper"):
+        _, notes, _ = build_request(plain, None, None, None, 1.0, -1, max_text_chars=2000,
+                                    capabilities=engine_capabilities("embedded"))
+        assert not any("one character at a time" in n for n in notes)
+
+
 def test_cosyvoice_keeps_the_tags_it_performs():
     text, notes = _requested("[laughter] Oh <strong>no</strong> <b>really</b> [cough].", "cosyvoice")
     assert text == "[laughter] Oh <strong>no</strong> really [cough]."

@@ -12,7 +12,7 @@ from ..errors import InputError
 from .markup import remove_markup
 from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
-from .text import RAW_TEXT_FACTOR, clean_text, validate_text
+from .text import RAW_TEXT_FACTOR, clean_text, long_codes, validate_text
 
 MAX_INSTRUCTION_CHARS = 200
 MAX_PROMPT_TEXT_CHARS = 500
@@ -76,6 +76,9 @@ def build_request(
     notes: list[str] = []
     if markup:
         notes.append(f"Markup removed before speaking (it would have been read aloud): {_listed(markup)}.")
+    if codes := long_codes(clean):
+        notes.append(f"Read one character at a time: {', '.join(codes)}. Leave such codes out, or shorten "
+                     f"them, if you do not want to hear them spelled.")
     prompt, refusal_hint = None, ""
     speaker = (speaker or "").strip()
     if speaker and speaker not in speakers:
