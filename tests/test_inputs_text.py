@@ -286,6 +286,8 @@ def test_text_that_only_looks_like_markup_is_kept(typed):
      'Retrieved from "en.wikipedia.org".'),
     ("Go to https://www.google.com/url?sa=t&url=https%3A%2F%2Fexample.com, or www.example.org/a/b.",
      "Go to google.com, or example.org."),
+    ("(see https://en.wikipedia.org/wiki/Foo_(bar)). Mail <mailto:a@b.org> or see <https://x.org/q>.",
+     "(see en.wikipedia.org). Mail a@b.org or see x.org."),
 ])
 def test_pasted_documents_lose_what_nobody_meant_to_hear(typed, spoken):
     """Forty-third newcomer session: WebVTT's word timings made a 1.6 s cue 15.8 s, a badge and

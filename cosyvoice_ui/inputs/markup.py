@@ -116,9 +116,12 @@ _MARKDOWN = (
     # Footnote asterisks after a word ("here*.", "one**") and a rating's run of stars ("*****").
     (re.compile(r"(?<=[^\W\d_])\*{1,3}(?=[\s.,;:!?)]|$)|(?<!\S)\*{3,}(?!\S)", re.M), "", "* (footnote marks)"),
     (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
+    # Markdown's autolinks: <https://example.com>, <mailto:a@b.org>, <a@b.org>.
+    (re.compile(r"<(?:(https?://[^\s<>]+)|(?:mailto:)?([^\s<>@]+@[\w-]+(?:\.[\w-]+)+))>", re.I),
+     lambda m: m.group(1) or m.group(2), "<links>"),
     # A web address is read as its site: a 232-character link was 43 s of letters (forty-third).
     (re.compile(r"(?<![\w@/])(?:https?://|www\.)(?:[^\s/?#@]*@)?([\w-]+(?:\.[\w-]+)+)(?::\d+)?"
-                r"(?:[/?#][^\s<>\"]*[^\s<>\"\.,;:!?)\]'])?", re.I),
+                r"(?:[/?#](?:[^\s<>\"()]|\([^\s<>\"()]*\))*(?<![.,;:!?\]']))?", re.I),
      lambda m: re.sub(r"^www\.", "", m.group(1), flags=re.I), "web addresses (read as their site's name)"),
 )
 
