@@ -351,6 +351,15 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
             parser.error(f"{flag} must be positive, got {values[name]:g}")
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
+    if values["auth"] is not None:
+        # Gradio's login strips the user name typed; kept here, " user " could never log in, and a
+        # stray space in an env file locked everyone out with no word at start (forty-fourth
+        # newcomer session). Neither part is shown: either may be the other's secret.
+        for part, name in zip(values["auth"].partition(":")[::2], ("user name", "password")):
+            if part != part.strip():
+                parser.error(f"--auth: the {name} starts or ends with a space (or another blank), which no login "
+                             f"could match (Gradio strips the user name typed; a stray space in an env file or "
+                             f"quotes is the usual cause). Remove it.")
     if values["metrics_token"] is not None and not values["metrics_token"].strip():
         parser.error("--metrics-token must not be empty; leave it unset to keep /metrics and /healthz open")
     if values["metrics_token"] is not None and not re.fullmatch(r"[A-Za-z0-9._~+/-]+=*", values["metrics_token"]):

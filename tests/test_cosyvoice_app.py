@@ -99,6 +99,12 @@ def test_streaming_sends_chunks_to_the_api_and_keeps_speed_at_one(tmp_path):
         assert len(chunks) >= 3 and all(sf.info(c).samplerate == 24000 for c in chunks)
         assert any("not supported while streaming" in n for n in final_stats["notes"])
         assert calls(log)[-1]["stream"] is True and calls(log)[-1]["speed"] == 1.0
+        # A refusal ends the iteration with no stats and no exception (gradio_client's way): the
+        # README's recipe, job.result(), raises it (forty-fourth newcomer session found it silent).
+        refused = client.submit(text="Hello. " * 400, prompt_audio=handle_file(str(PROMPT)), api_name="/synthesize_stream")
+        assert all(stats is None for _, stats in refused)
+        with pytest.raises(Exception, match="characters long; the limit is"):
+            refused.result()
         whole, stats = client.predict(text="The same API as without streaming.", prompt_audio=handle_file(str(PROMPT)),
                                       speed=1.5, api_name="/synthesize")
         assert abs(sf.info(whole).duration - stats["audio_s"]) < 0.05

@@ -28,6 +28,9 @@ from .conftest import ROOT, free_port
     (["--request-timeout", "nan"], "is not a finite number"),
     (["--restart-cooldown", "-1"], "--restart-cooldown must be 0 (off) or more"),
     (["--auth", "alice"], "--auth must look like USER:PASSWORD"),
+    # Gradio strips the user name typed: no one could log in (forty-fourth newcomer session).
+    (["--auth", " alice : s3cret"], "--auth: the user name starts or ends with a space"),
+    (["--auth", "alice:s3cret "], "--auth: the password starts or ends with a space"),
     (["--metrics-token", ""], "--metrics-token must not be empty"),
     (["--metrics-token", "  "], "--metrics-token must not be empty"),
     # Never matched a UTF-8 client, nor could a space be sent (thirty-third newcomer session).
