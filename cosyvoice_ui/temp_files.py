@@ -39,7 +39,8 @@ def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None)
     result: over days they pile up by the thousand).
 
     Returns:
-        The paths deleted. Missing folders and files that vanish meanwhile are not errors.
+        The paths deleted, folders with a trailing ``os.sep``. Missing folders and files that
+        vanish meanwhile are not errors.
     """
     now = time.time() if now is None else now
     deleted = []
@@ -61,10 +62,26 @@ def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None)
                 deleted.append(entry.path)
             elif old and entry.is_dir(follow_symlinks=False) and not any(os.scandir(entry.path)):
                 os.rmdir(entry.path)  # fails harmlessly if a file arrived meanwhile
-                deleted.append(entry.path)
+                deleted.append(entry.path + os.sep)
         except (FileNotFoundError, OSError):
             continue
     return deleted
+
+
+_upload_ttl_s: float | None = None  # set by start_upload_sweeper: the running app's --temp-file-ttl
+
+
+def upload_ttl_text() -> str:
+    """How long this app keeps uploads, for a user's message: "60 s", "1 hour", "2.5 hours";
+    "a limited time" before :func:`start_upload_sweeper` ran."""
+    ttl = _upload_ttl_s
+    if ttl is None:
+        return "a limited time"
+    if ttl < 120:
+        return f"{ttl:g} s"
+    if ttl < 7200:
+        return "1 hour" if ttl == 3600 else f"{ttl / 60:.0f} minutes"
+    return f"{ttl / 3600:.3g} hours"
 
 
 def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
@@ -72,13 +89,23 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     in a daemon thread."""
     from gradio.utils import get_upload_folder
 
+    global _upload_ttl_s
+    _upload_ttl_s = ttl_s
+
     def loop() -> None:
         while True:
             time.sleep(interval_s)
             deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
-            if deleted:
-                log.info("deleted %d abandoned partial upload(s), left-behind file(s) or empty folder(s) older than %.0f s",
-                         len(deleted), ttl_s)
+            folders = sum(path.endswith(os.sep) for path in deleted)
+            # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
+            # and with a short --temp-file-ttl they were most of the log, called "abandoned partial
+            # uploads" (forty-fourth newcomer session). Files left behind are worth a line.
+            if len(deleted) > folders:
+                log.info("temporary files: deleted %d file(s) older than --temp-file-ttl (%.0f s) that Gradio left "
+                         "behind (partial uploads of clients that disconnected, files of a killed app), and %d empty "
+                         "folder(s)", len(deleted) - folders, ttl_s, folders)
+            elif folders:
+                log.debug("temporary files: deleted %d empty folder(s) Gradio left behind", folders)
 
     thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)
     thread.start()

@@ -183,8 +183,18 @@ def test_error_does_not_leak_server_paths(tmp_path):
 def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     """A client naming an upload after --temp-file-ttl deleted it was told "No prompt audio was
     received"; it was received, and is gone."""
-    message = _refused(tmp_path / "deleted_long_ago.wav", "no longer on the server", "--temp-file-ttl")
-    assert "No prompt audio was received" not in message
+    message = _refused(tmp_path / "deleted_long_ago.wav", "no longer on the server", "Upload it again")
+    assert "No prompt audio was received" not in message and "--temp-file-ttl" not in message
+
+
+def test_the_expired_upload_message_gives_the_running_apps_time(monkeypatch, tmp_path):
+    """With --temp-file-ttl 60 the page said "(default 1 hour)" and named a flag its user cannot
+    see (forty-fourth newcomer session)."""
+    from cosyvoice_ui import temp_files
+
+    for ttl, shown in ((60, "60 s"), (3600, "1 hour"), (1800, "30 minutes"), (86400, "24 hours")):
+        monkeypatch.setattr(temp_files, "_upload_ttl_s", ttl)
+        _refused(tmp_path / "gone.wav", f"uploads are kept for {shown}. Upload it again.")
 
 
 def test_hot_speech_after_long_silence_is_scaled_not_cut(speech, tmp_path):

@@ -206,7 +206,7 @@ def test_sweeper_removes_old_partial_uploads_and_empty_folders_only(tmp_path):
     new_result = make(cached_new / "audio.wav", False)
     old_in_other_folder = make(full / "old.wav", True)
     deleted = set(sweep_abandoned_uploads(str(tmp_path), ttl_s=60))
-    assert deleted == {str(old_partial), str(old_empty), str(old_result), str(cached_old)}
+    assert deleted == {str(old_partial), str(old_empty) + os.sep, str(old_result), str(cached_old) + os.sep}
     assert new_partial.exists() and other.exists() and full.exists()
     assert new_result.exists() and old_in_other_folder.exists()
 

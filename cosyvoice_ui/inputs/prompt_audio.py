@@ -106,8 +106,11 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
         raise InputError("No prompt audio was received. Upload a recording or record one with the microphone.")
     if not os.path.lexists(path):
         # An upload named by a client after it was deleted: it was received, long ago.
-        raise InputError("The prompt audio is no longer on the server: uploads are deleted after --temp-file-ttl "
-                         "(default 1 hour). Upload it again.")
+        # The page's user sees no flags: the time is the running app's (forty-fourth newcomer session).
+        from ..temp_files import upload_ttl_text
+
+        raise InputError(f"The prompt audio is no longer on the server: uploads are kept for {upload_ttl_text()}. "
+                         f"Upload it again.")
     if not os.path.isfile(path):
         raise InputError("The prompt audio is not a file. Upload a recording or record one with the microphone.")
     if os.path.getsize(path) == 0:
