@@ -123,6 +123,17 @@ def test_gradio_client_url_prompt_is_refused_not_fetched(app):
     assert new[0]["device"] == "cpu", new  # where it would have run ("" before: ungroupable by device)
 
 
+def test_a_refused_text_is_recorded_with_the_length_the_limit_counted(app):
+    """"e" with a combining accent 2001 times is refused as 2001 characters (NFKC joins each pair);
+    the ledger said 4002, the length as sent (forty-fourth newcomer session)."""
+    client = Client(app.url, verbose=False)
+    before = len(ledger_records(app))
+    with pytest.raises(Exception, match="2001 characters long; the limit is 2000"):
+        client.predict(text="e\u0301" * 2001, api_name="/synthesize")
+    new = ledger_records(app)[before:]
+    assert [(r["outcome"], r["text_chars"]) for r in new] == [("refused:input", 2001)], new
+
+
 @pytest.mark.parametrize("path,twin", [
     ("gradio_api/run/synthesize", "/synthesize"), ("gradio_api/api/synthesize/", "/synthesize"),
     ("gradio_api/run/restart", "/restart"), ("gradio_api/run/synthesize_page", "/synthesize"),
