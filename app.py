@@ -189,7 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
         raise
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serving on %s: the app is reachable from the network%s%s", settings.host,
+        ipv6 = ":" in settings.host
+        # asyncio's server sets IPV6_V6ONLY on an IPv6 socket: on "::" IPv4 clients got no connection,
+        # and the line read "serving on :::" (forty-fourth newcomer session).
+        log.warning("serving on %s port %d: the app is reachable from the network%s%s%s",
+                    f"[{settings.host}]" if ipv6 else settings.host, settings.port,
+                    " over IPv6 only (IPv4 clients cannot connect; --host 0.0.0.0 serves IPv4)" if ipv6 else "",
                     "" if settings.auth else ", without authentication (see --auth)",
                     "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
     drained = threading.Event()

@@ -3,12 +3,12 @@ log; --auth protects the page and every API call; --metrics-token protects /metr
 
 from __future__ import annotations
 
+import socket
 import time
 import urllib.error
 import urllib.request
 
 import httpx
-
 import psutil
 import pytest
 from gradio_client import Client
@@ -99,6 +99,27 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
         log = app.log_path.read_text()
         assert ("reachable from the network, without authentication" in log) == warns, log
         assert ("/healthz and /metrics are open to it (see --metrics-token)" in log) == warns, log
+    finally:
+        app.stop()
+
+
+def test_an_ipv6_host_is_said_to_serve_ipv6_only(tmp_path, monkeypatch):
+    """asyncio sets IPV6_V6ONLY: on "::" IPv4 clients got no connection while the log said "serving
+    on :::" (forty-fourth newcomer session)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback to serve on")
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--host", "::")
+    app.url = f"http://[::1]:{app.port}/"
+    try:
+        app.wait_healthy()
+        log = app.log_path.read_text()
+        assert f"serving on [::] port {app.port}: the app is reachable from the network over IPv6 only" in log, log
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", app.port), timeout=2).close()
     finally:
         app.stop()
 
