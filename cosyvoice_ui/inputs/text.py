@@ -155,8 +155,8 @@ def _join_digit_groups(text: str) -> str:
 
 # A word hyphenated across a line break, as text copied from a PDF has it ("exam-\nple", or a soft
 # hyphen before the break): read as two words, "exam ple" (forty-third newcomer session). Joined
-# only between lower-case letters; a hyphenated compound broken at its hyphen ("well-\nknown")
-# is joined too, which espeak reads as the same word.
+# only between a letter and a lower-case letter ("Item 5-\nA" stays); a hyphenated compound broken
+# at its hyphen ("well-\nknown") is joined too, which espeak reads as the same word.
 _HYPHENATED_LINE_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad][ \t]*\r?\n[ \t]*(?=[a-z])")
 # "!", "?", "," or ";" with a letter right after it: "Please confirm！Thanks" (typed on a Chinese
 # keyboard, "!" once normalized) was read "confirm exclamation mark thanks" (forty-third newcomer
