@@ -262,7 +262,9 @@ def test_nothing_a_user_types_is_rendered_as_html(browser, app):
     page.locator("#instruction textarea").fill('<script>window.__xss=2</script><img src=x onerror="window.__xss=4">')
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
-    assert "'onerror'" in _stats_text(page)  # the note quotes the instruction's words, as text
+    # The notes quote the tags removed from the instruction and prompt text, as text.
+    assert "Markup removed from the instruction: <script> with its content, <img>." in _stats_text(page)
+    assert "Markup removed from the prompt text: <b>, </b>." in _stats_text(page)
     # Gradio renders pop-up messages as HTML: the note on the removed tag showed "removed: ." (a user run, tenth session).
     toast = page.locator("[data-testid='toast-body']").filter(has_text="Markup removed").first
     toast.wait_for(timeout=5_000)
