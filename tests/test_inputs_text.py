@@ -288,6 +288,20 @@ def test_text_that_only_looks_like_markup_is_kept(typed):
      "Go to google.com, or example.org."),
     ("(see https://en.wikipedia.org/wiki/Foo_(bar)). Mail <mailto:a@b.org> or see <https://x.org/q>.",
      "(see en.wikipedia.org). Mail a@b.org or see x.org."),
+    # Forty-fifth newcomer session: boolean attributes and declarations, CRLF, IPA, rolling captions,
+    # addresses without a scheme, sound labels.
+    ('<!DOCTYPE html><video controls autoplay muted><source src="a.mp4" type="video/mp4"></video>'
+     '<div class="banner" hidden>We use cookies.</div><details open><summary>More</summary></details>',
+     "We use cookies. More."),
+    ("# Title\r\n\r\n```\r\npip install foo\r\n```\r\n| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n",
+     "Title. a, b. 1, 2."),
+    ("Paris (/ˈpærɪs/; French: [paʁi] ⓘ) is big. Einstein (/ˈaɪnstaɪn/ EYEN-styne; German: [ˈalbɛɐt] ⓘ; "
+     "14 March 1879) was.", "Paris is big. Einstein (EYEN-styne; 14 March 1879) was."),
+    ("WEBVTT\n\n00:00:00.000 --> 00:00:02.000\nhello<00:00:00.480><c> everyone</c>\n\n"
+     "00:00:02.000 --> 00:00:02.010\nhello everyone\n \n\n00:00:02.010 --> 00:00:04.000\nhello everyone\n"
+     "to the show\n[Music]", "hello everyone to the show"),
+    ("See github.com/user/repo/blob/main/x.py#L10-L20 and bit.ly/3xYzAbC. Done.", "See github.com and bit.ly. Done."),
+    ("It was built.[a][2] Done[1].", "It was built. Done."),
 ])
 def test_pasted_documents_lose_what_nobody_meant_to_hear(typed, spoken):
     """Forty-third newcomer session: WebVTT's word timings made a 1.6 s cue 15.8 s, a badge and
@@ -300,10 +314,28 @@ def test_pasted_documents_lose_what_nobody_meant_to_hear(typed, spoken):
 
 
 @pytest.mark.parametrize("typed", ["NOTE: the office closes at 5.", "[1] See the first note.",
-                                   "Write to a.b@example.com today."])
+                                   "Write to a.b@example.com today.",
+                                   # forty-fifth newcomer session: indices, plurals, lists, units
+                                   "Set x[i] and Buyer[s] and A[i][j].", "Items: a, , b; c; ;d (x; y)",
+                                   "e.g. 3.5/5 km/h and/or", "x <b and c> d"])
 def test_text_that_only_looks_like_subtitles_citations_or_addresses_is_kept(typed):
     text, notes = _requested(typed)
     assert notes == [] and text == clean_text(typed)
+
+
+def test_a_bare_tilde_line_is_a_scene_break_not_code():
+    """Fiction's "~~~" between paragraphs removed the paragraph between two of them as code
+    (forty-fifth newcomer session); "~~~python" still opens a code block."""
+    text, notes = _requested("Paragraph A.\n\n~~~\n\nParagraph B.\n\n~~~\n\nParagraph C.")
+    assert text == "Paragraph A. Paragraph B. Paragraph C."
+    text, notes = _requested("Code:\n~~~python\nx = 1\n~~~\nDone.")
+    assert text == "Code: Done."
+
+
+def test_a_reference_to_an_invisible_character_is_noted_as_nothing():
+    """"&#x202E;" (right-to-left override) turned the page's pop-up text around (forty-fifth)."""
+    _, notes = _requested("Ctrl &#x202E; and &#8203; x")
+    assert "&#x202E; (read as nothing), &#8203; (read as nothing)" in notes[0] and "\u202e" not in notes[0]
 
 
 def test_markup_in_the_instruction_and_prompt_text_is_removed_with_a_note():
@@ -323,7 +355,7 @@ def test_markup_in_the_instruction_and_prompt_text_is_removed_with_a_note():
     ("Please confirm！Thanks", "Please confirm! Thanks"), ("Really?Yes", "Really? Yes"), ("red,green;blue", "red, green; blue"),
     ("1,000 at 3:45, e.g.here, C++?", "1,000 at 3:45, e.g.here, C++?"),
     ("an exam-\nple of hyphen-\n  ated docu\u00ad\nment, Item 5-\nA", "an example of hyphenated document, Item 5- A"),
-    ("The\u200binformation\u200bwas", "The information was"),
+    ("The\u200binformation\u200bwas", "The information was"), ("Hello\x85there", "Hello there"),
     ("再见。。 ⒈⒉", "再见。。 1. 2."),  # an ideographic full stop is no list marker: it was spaced
 ])
 def test_text_copied_from_pdfs_and_chinese_keyboards_reads_as_words(typed, cleaned):

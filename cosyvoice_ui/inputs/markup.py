@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 # HTML elements (WHATWG HTML's element index, the ones found in pasted text) and SSML 1.1's
 # elements (W3C Speech Synthesis Markup Language). Tags with a namespace prefix
@@ -24,7 +25,15 @@ dd del details dfn div dl dt em figcaption figure font footer form h1 h2 h3 h4 h
 html i img input ins kbd label li main mark meta nav ol option p pre q s samp section select small
 span strike strong sub summary sup table tbody td textarea tfoot th thead time title tr tt u ul var wbr
 script style noscript iframe button link
+video audio source track picture canvas object embed param dialog menu legend fieldset optgroup datalist
+output progress meter area map base body head html nav label ruby rt rp frame frameset
 """.split())
+# Attributes that stand without a value (HTML's boolean attributes): "<video controls autoplay>" was
+# read aloud, tag and all (forty-fifth newcomer session). Any other attribute must have a value:
+# "x <b and c> d" is no tag.
+_BOOLEAN_ATTRIBUTES = ("allowfullscreen|async|autofocus|autoplay|checked|controls|default|defer|disabled|hidden|inert|"
+                       "ismap|itemscope|loop|multiple|muted|nomodule|novalidate|open|playsinline|readonly|required|"
+                       "reversed|selected")
 # CosyVoice's own (<strong>word</strong>, <laughter>words</laughter>): kept for it, removed for others.
 _COSYVOICE_ELEMENTS = frozenset(("strong", "laughter"))
 _SSML_ELEMENTS = frozenset("speak break emphasis prosody say-as voice phoneme sub audio mark lang paragraph "
@@ -46,7 +55,10 @@ _VOID = frozenset("br hr img input meta link wbr col break mark audio".split())
 _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 # An attribute must have a value (href="x"): "x <b and c> d" is no tag. Possessive quantifiers keep
 # a run of "<a b=c b=c ..." without a closing ">" linear.
-_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))*+)\s*+(/?)>")
+_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+)"
+                  rf"|(?:{_BOOLEAN_ATTRIBUTES})(?![\w:.=-])))*+)\s*+(/?)>", re.I)
+# <!DOCTYPE html> and <?xml version="1.0"?> at the top of a page's source or an SSML file.
+_DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
@@ -55,6 +67,9 @@ _CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\
 # Bracketed inline tags CosyVoice's tokenizer knows (engines/cosyvoice/prompt_format.py, INLINE_TAGS).
 _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|hissing|mn|lipsmack|vocalized-noise)\]",
                           re.I)
+# Signs only the IPA uses (not in English spelling): stress and length marks, schwa, ash, the
+# open vowels, esh, ezh, theta, eth, eng, turned r, and their kin.
+_IPA_SIGNS = "ˈˌːəɪʊæɑɔɛʃʒθðŋɹɾʁɐɒʌɜɚɝʔɨʉɯɤɣχʎɲɳɭʂʐçʝɕʑ"
 _LINK = re.compile(r"!?\[([^\]\n]{1,300})\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)")
 _WEBVTT_FILE = re.compile(r"\A\s*WEBVTT\b")
 # Markdown (CommonMark's syntax), only where it cannot be anything else: marks at the start of a
@@ -80,8 +95,12 @@ _MARKDOWN = (
     (re.compile(r"\[\^[^\]\s]{1,20}\]:?"), "", "[^1] (footnote markers)"),
     # A fenced code block goes with its code: a README's commands were read out ("git clone https colon
     # slash slash ..."; forty-third newcomer session). An unclosed fence loses only its mark.
-    (re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:.*?\n)??[ \t]*\1[ \t]*$", re.M | re.S), _SENTENCE_BREAK,
+    # A bare "~~~" is a scene break in prose (forum posts, fiction): a paragraph between two of them
+    # was removed as code (forty-fifth newcomer session); "~~~python" still opens code.
+    (re.compile(r"^[ \t]*(```|~~~(?=[ \t]*[\w{]))[^\n]*\n(?:.*?\n)??[ \t]*(?:```|~~~)[ \t]*$", re.M | re.S),
+     lambda m: m.group() if m.group(1) == "~~~" and not m.group().rstrip().endswith("~~~") else _SENTENCE_BREAK,
      "``` code blocks (with their code)"),
+    (re.compile(r"^[ \t]*~~~[ \t]*$", re.M), _SENTENCE_BREAK, "~~~ (scene breaks)"),
     (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
     (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "rules (---, ***)"),
     # Tables: the row under the header goes, each row ends a sentence, its cells a phrase each.
@@ -100,14 +119,20 @@ _MARKDOWN = (
     # Wikipedia's citation marks, attached to the word or punctuation before them ("built.[2][3]",
     # "[citation needed]", "[a]"): a pasted article was 20 % longer with them and its "Retrieved
     # from" address (forty-third newcomer session). "[1] See note" at a line's start stays.
-    (re.compile(r"(?<=[^\s\[\]])(?:\[(?:\d{1,3}|[a-z]|(?:note|nb|lower-alpha) \d{1,3}|[a-z][a-z ]{0,30} needed|"
-                r"(?:who|when|which|where|why|by whom|according to whom|original research)\?|dubious[^\]\n]{0,20}|"
-                r"failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "",
-     "[1] (citation marks)"),
+    # A letter ("[a]") only after punctuation: "x[i]" and "Buyer[s]" are not citations (forty-fifth).
+    (re.compile(r"(?<=[.,;:!?)\"'])(?:\[[a-z]\]|\[\d{1,3}\])+(?!\[|\()"), "", "citation marks ([1], [citation needed])"),
+    (re.compile(r"(?<=[^\s\[\]])(?:\[(?:\d{1,3}|(?:note|nb|lower-alpha) \d{1,3}|"
+                r"[a-z][a-z ]{0,30} needed|(?:who|when|which|where|why|by whom|according to whom|original research)\?|"
+                r"dubious[^\]\n]{0,20}|failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "",
+     "citation marks ([1], [citation needed])"),
+    # Sound labels of captions: [Music], [Applause] (forty-fifth newcomer session).
+    (re.compile(r"\[(?:music|applause|laughs?|cheering|silence|inaudible|crosstalk|background noise|no audio)\]", re.I),
+     " ", "sound labels ([Music])"),
     # Reference links "[docs][1]", "[FAQ][]" and their definitions "[1]: https://... "Title"".
     (re.compile(r"^[ \t]{0,3}\[[^\]\n]{1,300}\]:[ \t]*\S+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$", re.M),
      "", "[text][ref] (reference links)"),
-    (re.compile(r"!?\[([^\]\n]{1,300})\]\[[^\]\n]{0,40}\]"), r"\1", "[text][ref] (reference links)"),
+    # Not after a word: "A[i][j]" is an index (forty-fifth newcomer session).
+    (re.compile(r"(?<![\w\]])!?\[([^\]\n]{1,300})\]\[[^\]\n]{0,40}\]"), r"\1", "[text][ref] (reference links)"),
     (re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*"), r"\1", "**"),
     # __bold__ only around a phrase with a space, between words: "__init__" and "A__B" are names (fortieth).
     (re.compile(r"(?<!\w)__(?=[^\s_])([^_\n]*?\s[^_\n]*?)(?<=[^\s_])__(?!\w)"), r"\1", "__"),
@@ -123,7 +148,55 @@ _MARKDOWN = (
     (re.compile(r"(?<![\w@/])(?:https?://|www\.)(?:[^\s/?#@]*@)?([\w-]+(?:\.[\w-]+)+)(?::\d+)?"
                 r"(?:[/?#](?:[^\s<>\"()]|\([^\s<>\"()]*\))*(?<![.,;:!?\]']))?", re.I),
      lambda m: re.sub(r"^www\.", "", m.group(1), flags=re.I), "web addresses (read as their site's name)"),
+    # Without a scheme, a host with a path ("github.com/user/repo/blob/main/x.py#L10", "bit.ly/3xYz"):
+    # read slash by slash (forty-fifth newcomer session).
+    (re.compile(r"(?<![\w@/.])((?:[a-z\d-]+\.)+[a-z]{2,12})/(?:[^\s<>\"()]|\([^\s<>\"()]*\))+(?<![.,;:!?\]'])", re.I),
+     r"\1", "web addresses (read as their site's name)"),
 )
+
+
+# Pronunciations in the International Phonetic Alphabet, as Wikipedia's first lines have them
+# ("Paris (/ˈpærɪs/; French: [paʁi] ⓘ)"): spelled sign by sign, a lead took 14.3 s instead of 2.7 s
+# (forty-fifth newcomer session). A span between slashes or brackets with an IPA-only sign goes;
+# inside brackets, so do the language labels and the listen sign ⓘ it leaves, and the brackets if
+# nothing else is in them.
+_IPA_SPAN = re.compile(rf"/[^/\n]{{0,60}}[{_IPA_SIGNS}][^/\n]{{0,60}}/|\[[^\]\n]{{0,60}}[{_IPA_SIGNS}][^\]\n]{{0,60}}\]")
+_PARENTHESES = re.compile(r"\(([^()\n]{0,300})\)")
+_LEFT_BY_IPA = re.compile(r"(?:\b[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s*)?ⓘ|\b[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s*(?=[;,]|$)")
+
+
+def _without_ipa(text: str) -> tuple[str, bool]:
+    """``text`` without IPA pronunciations (``_IPA_SPAN``), and whether any were found."""
+    found = False
+
+    def parenthesis(m: re.Match) -> str:
+        nonlocal found
+        inner = _IPA_SPAN.sub("", m.group(1))
+        if inner == m.group(1):
+            return m.group()
+        found = True
+        parts = [p.strip() for p in re.split(r"[;,]", _LEFT_BY_IPA.sub("", inner))]
+        kept = "; ".join(p for p in parts if p.strip(" :"))
+        return f"({kept})" if kept else ""
+
+    text = _PARENTHESES.sub(parenthesis, text)
+    text, n = _IPA_SPAN.subn("", text)
+    return text, found or n > 0
+
+
+def _without_rolling_repeats(text: str, note) -> str:
+    """A WebVTT file's lines without those that repeat the line before (blank lines between do not
+    count): YouTube's automatic captions roll, each cue showing the last cue's line again, and
+    "hello everyone and welcome" was read three times (forty-fifth newcomer session)."""
+    kept, last = [], None
+    for line in text.split("\n"):
+        words = " ".join(line.split())
+        if words and words == last:
+            note("subtitle lines repeated by rolling captions")
+            continue
+        kept.append(line)
+        last = words or last
+    return "\n".join(kept)
 
 
 def _line_as_sentence(line: str) -> str:
@@ -214,14 +287,26 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     def reference(m: re.Match) -> str:
         decoded = html.unescape(m.group())
         if decoded != m.group():
-            note(f"{m.group()} (read as {decoded.strip() or 'a space'})")
+            shown = decoded.strip()
+            if not shown.isprintable() or shown == "\ufffd":  # &#x202E; turned the pop-up's text around (forty-fifth)
+                shown = "nothing" if unicodedata.category(decoded[0])[0] == "C" else f"U+{ord(decoded[0]):04X}"
+            note(f"{m.group()} (read as {shown or 'a space'})")
         return decoded
 
     def code(m: re.Match) -> str:
         note(f"<{m.group(1)}> with its content")
         return " "
 
+    # CRLF line ends (Windows, and what an API client sends as typed) hid every mark that must start
+    # a line: fences, tables, rules and cue numbers were read (forty-fifth newcomer session).
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     out = _COMMENT.sub(comment, text)
+
+    def declaration(m: re.Match) -> str:
+        note(m.group().split()[0] + ">")
+        return " "
+
+    out = _DECLARATION.sub(declaration, out)
     out = _CODE_ELEMENT.sub(code, out)
     out = _SSML_ALIAS.sub(alias, out)
     out = _TAG.sub(tag, out)
@@ -230,6 +315,11 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         before, out = out, pattern.sub(replacement, out)
         if out != before:
             note(shown)
+    if _WEBVTT_FILE.match(text):
+        out = _without_rolling_repeats(out, note)
+    out, ipa = _without_ipa(out)
+    if ipa:
+        note("pronunciations (IPA)")
     out = _CHARACTER_REFERENCE.sub(reference, out)
     if _SENTENCE_BREAK in out:
         out = " ".join(_line_as_sentence(piece.strip()) for piece in out.split(_SENTENCE_BREAK) if piece.strip())

@@ -196,7 +196,7 @@ def clean_text(text: str) -> str:
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
-        if ch in "\n\r\t\v\f\u200b":  # a zero-width space parts words: "The\u200bnews" was one word
+        if ch in "\n\r\t\v\f\u200b\x85":  # a zero-width space or NEL parts words: "The\u200bnews" was one word
             out.append(" ")
         elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue

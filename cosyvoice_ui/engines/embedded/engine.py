@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import json
 import time
+import unicodedata
 
 import numpy as np
 
@@ -57,6 +58,7 @@ class EmbeddedEngine(Engine):
         self._sample_rate_hz = 0
         self._inference: dict = {}
         self._profiles: collections.OrderedDict[str, vc.VoiceProfile] = collections.OrderedDict()
+        self._symbol_named: dict[str, bool] = {}  # per character: does espeak-ng have a name for it
 
     @property
     def applies_seed(self) -> bool:
@@ -112,6 +114,11 @@ class EmbeddedEngine(Engine):
         length_scale = self._inference["length_scale"] * capped
         t0 = time.perf_counter()
         spoken = spoken_form(request.text)
+        if unnamed := self._unnamed_symbols(spoken):
+            # espeak-ng reads a symbol it has no name for as its code point: "★★★★☆" was "symbol two
+            # six zero five" five times (forty-fifth newcomer session).
+            spoken = "".join(" " if ch in unnamed else ch for ch in spoken)
+            notes.append(f"Left out, as the voice has no name for them: {' '.join(unnamed)}.")
         sentences = [s for s in self._voice.phonemize(spoken) if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
@@ -149,6 +156,20 @@ class EmbeddedEngine(Engine):
             details.update(warp_factor=report.warp_factor, f0_source_hz=round(report.f0_source_hz, 1),
                            f0_target_hz=round(report.f0_target_hz, 1))
         return SynthesisOutput(audio=audio, sample_rate_hz=self._sample_rate_hz, notes=notes, details=details)
+
+    def _unnamed_symbols(self, text: str) -> list[str]:
+        """The symbols and punctuation of ``text`` (not ASCII) that espeak-ng would read as
+        "symbol" and a code point, in order of first appearance; asked once per character."""
+        unnamed = []
+        for ch in dict.fromkeys(text):
+            if ch.isascii() or unicodedata.category(ch)[0] not in "SP":
+                continue
+            if ch not in self._symbol_named:
+                phonemes = "".join("".join(s) for s in self._voice.phonemize(ch))
+                self._symbol_named[ch] = not phonemes.startswith("sɪmbəl")
+            if not self._symbol_named[ch]:
+                unnamed.append(ch)
+        return unnamed
 
     def _profile(self, request: SynthesisRequest) -> vc.VoiceProfile:
         """The prompt's voice profile at the voice's sample rate, cached by the prompt's digest."""

@@ -72,13 +72,18 @@ def read_powers_and_fractions(text: str) -> str:
 
 
 _SIGNED_AMOUNT = re.compile(r"(?<![\w.,])-(?=[$€£¥₹¢]\s?[0-9])")
+# A minus right after a bracket, "=", a comparison or a colon: espeak-ng said nothing for it ("(-20%)"
+# was "twenty percent", "x = -1" "x equals one"; forty-fifth newcomer session). After a space it
+# says "minus" itself.
+_MINUS_AFTER_SIGN = re.compile(r"(?:(?<=[(\[=<>:])|(?<=[(\[=<>:] ))[-\u2212](?=\d)")
 
 
 def read_signed_amounts(text: str) -> str:
     """``text`` with a minus before a currency amount written as a word: espeak-ng read "-$50" as
     "dollar fifty", so a refund of -$50 was spoken as a payment (thirty-seventh newcomer
-    session); "-5" it reads as "minus 5" already."""
-    return _SIGNED_AMOUNT.sub("minus ", text)
+    session); "-5" it reads as "minus 5" already, but not after a bracket or "=" (``(-20%)``,
+    ``x = -1``), where it is written as a word too."""
+    return _MINUS_AFTER_SIGN.sub("minus ", _SIGNED_AMOUNT.sub("minus ", text))
 
 
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
@@ -139,7 +144,8 @@ _RANGE = re.compile(rf"(?<![\d:.,-])(\d[\d,.:]*)\s?\u2013\s?(?=[$€£¥₹]?\d)
 # A date written month/day/year (12/25/1990) or day/month/year (25/12/1990): told apart when one of
 # the first two numbers is over 12; both 12 or under ("03/04/2025") it stays as typed ("slash").
 _SLASH_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(1[89]\d\d|2[01]\d\d)(?![\d/])")
-_TIME = re.compile(r"(?<![\d:.,])([01]?\d|2[0-4]):([0-5]\d)(?![\d:])(\s?[ap]\.?m\b\.?)?", re.I)
+# Not "0:03": a position in a video or a lap time ("0:00 Intro" was "zero o'clock intro"; forty-fifth).
+_TIME = re.compile(r"(?<![\d:.,])(0[0-9]|1\d?|[2-9]|2[0-4]):([0-5]\d)(?![\d:])(\s?[ap]\.?m\b\.?)?", re.I)
 
 
 def read_dates_times_and_ranges(text: str) -> str:
@@ -148,7 +154,9 @@ def read_dates_times_and_ranges(text: str) -> str:
     "November 30, 2026" (was "2026 dash 11 dash 30"), ``12/25/1990`` and ``25/12/1990`` -> "December 25,
     1990" (not ``03/04/2025``, which could be either), ``10–12`` and ``9-5`` -> "10 to 12", "9 to 5"
     (the en dash was silent, the hyphen "dash"), ``9:00`` -> "9 o'clock" ("9 zero zero"), ``14:05``
-    -> "14 oh 5" ("14 zero 5"), ``9:00 am`` -> "9 am"."""
+    -> "14 oh 5" ("14 zero 5"), ``9:00 am`` -> "9 am" (not ``0:03``, a position in a video); years
+    of 1100-1999 after a month and day, in a range or after "in", "since", "until" at a phrase's
+    end as a year is said (``1879`` -> "18 79")."""
     def date(m: re.Match) -> str:
         month, day = int(m.group(2)), int(m.group(3))
         valid = 1 <= month <= 12 and 1 <= day <= _DAYS_IN_MONTH[month - 1]  # not "February 30"
@@ -177,7 +185,24 @@ def read_dates_times_and_ranges(text: str) -> str:
     text = _ISO_DATE.sub(date, text)
     text = _SLASH_DATE.sub(slash_date, text)
     text = _RANGE.sub(range_, text)
-    return _TIME.sub(time_, text)
+    text = _TIME.sub(time_, text)
+    return _YEAR.sub(lambda m: _year_words(m.group(1)) + m.group(2) + _year_words(m.group(3)) if m.group(1)
+                     else m.group(4) + _year_words(m.group(5)), text)
+
+
+# A year of 1100-1999 after a month and day ("March 14, 1879", also as written from 1879-03-14), in
+# a range of years ("1939 to 1945") or after "in", "since", "until" at a phrase's end: espeak-ng read
+# it as an amount, "one thousand eight hundred seventy nine" (forty-fifth newcomer session).
+_YEAR = re.compile(r"\b(1[1-9]\d\d)( to )(1[1-9]\d\d)\b"
+                   r"|((?:January|February|March|April|May|June|July|August|September|October|November|December)"
+                   r" \d{1,2}, |\b(?:[Ii]n|[Ss]ince|[Uu]ntil|circa) )(1[1-9]\d\d)(?=[.,;:!?)]|\s*$)")
+
+
+def _year_words(year: str) -> str:
+    """"1879" -> "18 79", "1900" -> "19 hundred", "1905" -> "19 oh 5": espeak-ng reads each half as
+    a number, as a year is said."""
+    century, rest = year[:2], int(year[2:])
+    return f"{century} hundred" if rest == 0 else f"{century} oh {rest}" if rest < 10 else f"{century} {rest}"
 
 
 # Between a number or a one-letter variable and another (a<b, x >= 2, 5 > 3; not "Press <Enter>"), or
