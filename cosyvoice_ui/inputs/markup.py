@@ -217,10 +217,12 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     ``> ``, ``- `` and task boxes at a line's start, ``**bold**``, ``*it*``, ``~~x~~``, ```x```,
     ``[text](link)``, badges and reference links -> ``text``, link definitions, footnote markers
     ``[^1]`` and asterisks, tables, rules, fenced code blocks with their code), Wikipedia's citation
-    marks after a word (``built.[2]``, ``[citation needed]``), subtitle cue numbers and timings
-    (.srt; WebVTT with its header, NOTE blocks, word timestamps and ``<c>``/``<v>`` spans) and web
-    addresses (replaced by their host, ``example.com``); SSML's ``<sub alias="...">`` is replaced by
-    its alias. Then
+    marks after a word (``built.[2]``, ``[citation needed]``) and IPA pronunciations
+    (``/ˈpærɪs/``), subtitle cue numbers and timings (.srt; WebVTT with its header, NOTE blocks,
+    word timestamps, ``<c>``/``<v>`` spans and rolling captions' repeated lines), caption sound
+    labels (``[Music]``), ``<!DOCTYPE>`` and ``<?xml?>``, and web addresses (replaced by their
+    host, ``example.com``); SSML's ``<sub alias="...">`` is replaced by its alias. CRLF line ends
+    count as line ends. Then
     it decodes HTML character references (``&amp;`` -> ``&``, ``&#39;`` -> ``'``; an unknown name
     such as ``&foo;`` stays). ``<script>``, ``<style>``, ``<noscript>``, ``<template>`` and ``<svg>``
     go with their content (code or drawing, not words).
