@@ -19,9 +19,7 @@ import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
 from .errors import DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
-from .inputs.markup import remove_markup
-from .inputs.request import build_request
-from .inputs.text import RAW_TEXT_FACTOR, clean_text
+from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
 from .worker.protocol import RequestStats
@@ -187,15 +185,7 @@ class SynthesisService:
         yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
 
     def _counted_chars(self, text) -> int:
-        """A refused request's text length as the limit counts it (markup removed, then cleaned):
-        the ledger showed 102 characters for a text refused as "51 characters long" (forty-fourth
-        newcomer session). The raw length where cleaning is skipped for being far too long; 0 for
-        a value that is no string (the API takes any JSON value)."""
-        if not isinstance(text, str):
-            return 0
-        if len(text) > RAW_TEXT_FACTOR * self.settings.max_text_chars + 1000:
-            return len(text)
-        return len(clean_text(remove_markup(text, self.capabilities.performed_tags)[0]))
+        return counted_text_chars(text, self.settings.max_text_chars, self.capabilities)
 
     def record_refusal(self, outcome: str, message: str, text_chars: int = 0) -> None:
         """Write a request turned away before it reached the worker to the ledger (and so to
