@@ -12,6 +12,7 @@ import json
 import re
 
 import numpy as np
+import psutil
 import pytest
 import soundfile as sf
 from gradio_client import Client, handle_file
@@ -104,3 +105,37 @@ def test_server_and_worker_survive_the_corpus(client, before, hostile_app):
     # ok: audio; refused:input: refused in the web process; invalid: the engine refused (no voice).
     bad = [r for r in records if not re.match(r"^(ok|invalid|refused:input|restart:leak)$", r["outcome"])]
     assert not bad, bad
+
+
+@pytest.fixture(scope="module")
+def long_stereo_mp3(tmp_path_factory):
+    """119 s of the real English prompt repeated, 48 kHz stereo MP3 (1.8 MB): under the 120 s
+    decoding limit, so it is decoded whole and only then refused as too long."""
+    samples, sr = corpus.read(PROMPTS_DIR / corpus.BASE_PROMPT)
+    mono = corpus.resample_to(samples.astype(np.float32), sr, 48000)
+    n = 119 * 48000
+    tiled = np.tile(mono, n // len(mono) + 1)[:n]
+    path = tmp_path_factory.mktemp("long") / "lecture.mp3"
+    sf.write(path, np.stack([tiled, 0.9 * tiled], axis=1), 48000, format="MP3")
+    return path
+
+
+def test_refused_long_prompts_leave_no_memory_in_the_web_process(hostile_app, long_stereo_mp3):
+    """Prompts refused as too long after decoding are not kept. Each refusal's traceback held the
+    frames that raised it, with the decoded samples (~200 MB per client's last refusal), and the
+    web process, which Restart does not replace, grew with every client: 626 MiB to 8.9 GB with
+    12 (forty-sixth newcomer session). Here three more clients, after one to warm up, may add at
+    most 100 MiB (measured: 0.9 MiB; 295 MiB when the handler keeps the frames)."""
+    web = psutil.Process(hostile_app.proc.pid)
+
+    def refuse_once() -> None:
+        with pytest.raises(Exception, match="too long|long after trimming|at most 30 s"):
+            Client(hostile_app.url, verbose=False).predict(text=TEXT, prompt_audio=handle_file(str(long_stereo_mp3)),
+                                                           api_name="/synthesize")
+
+    refuse_once()  # the decoder's and resampler's first use
+    before_bytes = web.memory_info().rss
+    for _ in range(3):
+        refuse_once()
+    grown_mib = (web.memory_info().rss - before_bytes) / 2**20
+    assert grown_mib < 100, f"the web process grew {grown_mib:.0f} MiB over three refused 119 s prompts"

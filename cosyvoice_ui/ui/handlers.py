@@ -19,7 +19,7 @@ import gradio as gr
 
 from .. import synthesis
 from ..engines.base import Capabilities
-from ..errors import ServiceStopping, SynthesisFailed, UserFacingError
+from ..errors import ServiceStopping, SynthesisFailed, UserFacingError, drop_locals
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
@@ -162,6 +162,7 @@ class Handlers:
             # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;
             # fifteenth newcomer session). Refusals come at once, while the user looks.
             lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
+            drop_locals(e)
             raise gr.Error(_as_text(str(e)) if for_page else str(e), print_exception=False,
                            duration=None if lasting else 10) from None
 
