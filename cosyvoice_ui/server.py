@@ -25,7 +25,7 @@ from .request_size_limit import RequestSizeLimit
 from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
-from .ui.layout import PAGE_CSS, RECORDING_TYPES_JS, build_blocks
+from .ui.layout import PAGE_CSS, PAGE_JS, build_blocks
 from .worker.supervisor import HEALTHY_STATES, Supervisor
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
-                               footer_links=["api"], css=PAGE_CSS, js=RECORDING_TYPES_JS,
+                               footer_links=["api"], css=PAGE_CSS, js=PAGE_JS,
                                app_kwargs={"openapi_url": None})
     # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
     # "launched"; mounting never sets the flag, so without this any caller could make the server

@@ -117,6 +117,22 @@ def m4a_aac(samples, sr, folder: Path) -> Path:
     return encode(samples, sr, folder / "voice.m4a", "ipod", "aac")
 
 
+def phone_3gp(samples, sr, folder: Path) -> Path:
+    return encode(samples, sr, folder / "voice_memo.3gp", "3gp", "aac")
+
+
+def apple_caf(samples, sr, folder: Path) -> Path:
+    return encode(samples, sr, folder / "voice_memo.caf", "caf", "pcm_s16le")
+
+
+def camera_avi(samples, sr, folder: Path) -> Path:
+    return encode(samples, sr, folder / "camera.avi", "avi", "mp3", video=True)
+
+
+def video_m4v(samples, sr, folder: Path) -> Path:
+    return encode(samples, sr, folder / "clip.m4v", "mp4", "aac", video=True)
+
+
 def video_only_mp4(path: Path, seconds: float = 2.0) -> Path:
     with av.open(str(path), mode="w", format="mp4") as out:
         _mux_video(out, _video_stream(out), int(seconds * 10))

@@ -5,7 +5,10 @@
   // retyped as audio before Gradio's own handlers see them; the server decodes by content anyway.
   const AUDIO_TYPES = {webm: "audio/webm", weba: "audio/webm", mkv: "audio/x-matroska", mka: "audio/x-matroska",
                        mp4: "audio/mp4", m4a: "audio/mp4", mov: "audio/mp4", ogg: "audio/ogg", ogv: "audio/ogg",
-                       opus: "audio/ogg"};
+                       opus: "audio/ogg", "3gp": "audio/3gpp", "3g2": "audio/3gpp2", m4v: "audio/mp4",
+                       avi: "audio/x-msvideo", caf: "audio/x-caf"};
+  // Phones save .3gp, Apple devices .caf and .m4v, cameras .avi: the page refused them with
+  // "Invalid file type" while the API (PyAV) decodes them (forty-sixth newcomer session).
   const retyped = (files) => {
     let changed = false;
     const out = Array.from(files).map((f) => {

@@ -32,7 +32,10 @@ def browser():
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            # A microphone that says the real male prompt, allowed without asking.
+            "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+            f"--use-file-for-fake-audio-capture={PROMPTS_DIR / 'xtts_male.wav'}"])
         yield b
         b.close()
 
@@ -112,11 +115,12 @@ def test_invalid_upload_shows_readable_error_and_page_still_works(browser, app, 
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
 
 
-@pytest.mark.parametrize("maker", ["webm_opus", "m4a_aac"])
+@pytest.mark.parametrize("maker", ["webm_opus", "m4a_aac", "phone_3gp", "apple_caf", "camera_avi", "video_m4v"])
 def test_browser_recordings_saved_as_files_are_accepted(browser, app, tmp_path, maker):
     """Chromium gives a .webm file the type video/webm, and Gradio's audio upload accepts only
     audio/* types: a browser recording saved as .webm was refused ("Invalid file type") and the
-    request ran in the built-in voice (thirty-fifth newcomer session)."""
+    request ran in the built-in voice (thirty-fifth newcomer session); so were a phone's .3gp,
+    Apple's .caf and .m4v, and a camera's .avi (forty-sixth)."""
     from .. import audio_corpus, make_hostile_corpus
 
     samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
@@ -128,6 +132,68 @@ def test_browser_recordings_saved_as_files_are_accepted(browser, app, tmp_path, 
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
     stats = _stats_text(page)
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+
+
+def test_generate_while_recording_waits_for_the_recording(browser, app):
+    """Generate pressed while the prompt is still being recorded ran the request without it, in
+    the built-in voice, with only an Info pop-up (forty-sixth newcomer session). The page now
+    holds the press and says to press Stop; after Stop, Generate clones the recorded voice."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio button[aria-label='Record audio']").first.click()
+    page.locator("#prompt_audio .record-button").click()
+    assert page.locator("#microphone_note").count() == 0, "localhost is a secure context: the microphone works"
+    page.wait_for_timeout(4000)  # 4 s of the fake microphone's speech
+    page.locator("#text textarea").fill("Spoken in the recorded voice.")
+    page.locator("#generate").click()
+    note = page.locator("#recording_note")
+    note.wait_for(timeout=5000)
+    assert "press Stop" in note.inner_text()
+    page.wait_for_timeout(2000)
+    assert "audio_s" not in _stats_text(page), "Generate ran while the prompt was still being recorded"
+    _shot(page, "generate-while-recording")
+    page.locator("#prompt_audio .stop-button").click()
+    note.wait_for(state="detached", timeout=10_000)
+    page.locator("#prompt_audio audio, #prompt_audio [data-testid='waveform-controls'], #prompt_audio .play-pause-button"
+                 ).first.wait_for(state="attached", timeout=15_000)
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    stats = _stats_text(page)
+    assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+
+
+def _network_address() -> str | None:
+    """An IPv4 address of this machine other than loopback (a page there is not a secure context)."""
+    import socket
+
+    import psutil
+
+    for addresses in psutil.net_if_addrs().values():
+        for a in addresses:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return a.address
+    return None
+
+
+def test_recording_over_plain_http_from_another_address_says_why(browser):
+    """Browsers allow the microphone only on https or localhost pages: over plain http from
+    another machine Gradio showed only "No microphone found" (forty-sixth newcomer session).
+    The page now says why and what works (upload, https, an SSH tunnel)."""
+    from ..conftest import serving
+
+    address = _network_address()
+    if address is None:
+        pytest.skip("this machine has no network address besides loopback")
+    with serving("--host", "0.0.0.0") as remote:
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(f"http://{address}:{remote.port}/")
+        page.wait_for_selector("#generate")
+        assert page.evaluate("window.isSecureContext") is False
+        page.locator("#prompt_audio button[aria-label='Record audio']").first.click()
+        note = page.locator("#microphone_note")
+        note.wait_for(timeout=5000)
+        text = note.inner_text()
+        assert "https://" in text and "localhost" in text and "Upload a recording" in text, text
+        _shot(page, "microphone-on-plain-http")
 
 
 def test_chinese_interface_follows_browser_language(browser, app):

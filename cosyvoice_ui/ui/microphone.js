@@ -1,0 +1,57 @@
+() => {
+  // Recording the prompt in the page. Two ways it went wrong without a word of why (forty-sixth
+  // newcomer session):
+  // - Browsers give pages the microphone only in a secure context (https://, or localhost):
+  //   on plain http from another machine Gradio showed only "No microphone found".
+  // - Generate pressed while still recording ran the request without the recording (Gradio
+  //   has no value until Stop), in the built-in voice.
+  const zh = (navigator.language || "").toLowerCase().startsWith("zh");
+  const TEXT = zh ? {
+    insecure: "浏览器只允许 https:// 页面或本机（localhost）页面使用麦克风，而此页面是从其他地址通过 http 打开的。" +
+              "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
+    recording: "仍在录音：请先点击参考音频下的“Stop”结束录音，然后再点击“生成”。",
+  } : {
+    insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
+              "over plain http from another address. Upload a recording instead, or open the page through https " +
+              "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
+    recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
+  };
+  const note = (id, text, after) => {
+    let el = document.getElementById(id);
+    if (!el) {
+      el = document.createElement("div");
+      el.id = id;
+      el.setAttribute("role", "alert");
+      el.style.cssText = "margin:6px 0;padding:8px 10px;border-radius:6px;border:1px solid #d97706;" +
+                         "background:#fffbeb;color:#92400e;font-size:14px;line-height:1.4";
+      after.insertAdjacentElement("afterend", el);
+    }
+    el.textContent = text;  // text, never HTML
+    return el;
+  };
+  const prompt = () => document.getElementById("prompt_audio");
+  const shown = (el) => el !== null && el.offsetParent !== null;
+  const recording = () => {
+    const p = prompt();
+    return p !== null && Array.from(p.querySelectorAll(".stop-button, .stop-button-paused")).some(shown);
+  };
+  document.addEventListener("click", (e) => {
+    const target = e.target instanceof Element ? e.target : null;
+    if (!target) return;
+    if (!window.isSecureContext && target.closest("#prompt_audio button[aria-label='Record audio']")) {
+      note("microphone_note", TEXT.insecure, prompt());
+      return;
+    }
+    const generate = target.closest("#generate");
+    if (generate && recording()) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      const el = note("recording_note", TEXT.recording, generate);
+      const gone = () => {
+        if (recording()) return setTimeout(gone, 500);
+        el.remove();
+      };
+      setTimeout(gone, 500);
+    }
+  }, true);
+}
