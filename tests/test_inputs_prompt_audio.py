@@ -387,3 +387,78 @@ def test_telephone_band_audio_at_a_higher_rate_is_refused(path, tmp_path):
             load_prompt_audio(str(tmp_path / "call.wav"))
     sf.write(tmp_path / "laptop.wav", _butterworth(samples, sr, 2, (250.0,), "high"), sr)
     assert load_prompt_audio(str(tmp_path / "laptop.wav")).seconds > 2
+
+
+def _pcm16_frames(samples: np.ndarray, sr: int, layout: str, frame_size: int = 1024):
+    import av
+
+    pcm = (np.clip(samples, -1, 1) * 32767).astype(np.int16)
+    channels = 1 if layout == "mono" else 2
+    for start in range(0, len(pcm), frame_size):
+        chunk = np.repeat(pcm[None, start:start + frame_size], channels, axis=0).T.reshape(1, -1)
+        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(chunk), format="s16", layout=layout)
+        frame.sample_rate, frame.pts = sr, start
+        yield frame
+
+
+def _mux(path, tracks: list[tuple[np.ndarray, str]], sr: int, container: str, codec: str) -> None:
+    """Write each ``(samples, layout)`` as its own audio track of one file (PyAV)."""
+    import av
+
+    with av.open(str(path), mode="w", format=container) as out:
+        streams = []
+        for _, layout in tracks:  # all streams before the first packet (the header lists them)
+            streams.append(out.add_stream(codec, rate=sr))
+            streams[-1].layout = layout
+        for stream, (samples, layout) in zip(streams, tracks):
+            resampler = av.AudioResampler(format=stream.codec_context.format.name, layout=layout, rate=sr)
+            size = stream.codec_context.frame_size or 1024
+            for frame in _pcm16_frames(samples, sr, layout, size):
+                for r in resampler.resample(frame):
+                    for packet in stream.encode(r):
+                        out.mux(packet)
+            for packet in stream.encode(None):
+                out.mux(packet)
+
+
+def test_the_loudest_of_several_audio_tracks_is_used(speech, tmp_path):
+    """A recording whose first audio track is silent and whose second holds the speech (a screen
+    recording with the microphone on track 2) was refused as silent: only the first track was read
+    (forty-sixth newcomer session)."""
+    samples, sr = speech
+    path = tmp_path / "screen_recording.mka"
+    _mux(path, [(np.zeros_like(samples), "mono"), (samples, "mono")], sr, "matroska", "aac")
+    prompt = load_prompt_audio(str(path))
+    assert 4.0 < prompt.seconds < 6.0
+    assert any("2 audio tracks" in n and "track 2" in n for n in prompt.notes), prompt.notes
+
+
+def test_adts_aac_that_changes_channel_count_midway_decodes(speech, tmp_path):
+    """Two ADTS AAC files joined (mono, then stereo): the decoder's pieces had different shapes and
+    the refusal ended in a cut-off numpy error ("all the input array dimensions ...", forty-sixth
+    newcomer session). The stream is converted to its first frame's layout and decodes whole."""
+    samples, sr = speech
+    half = len(samples) // 2
+    first, second = tmp_path / "a.aac", tmp_path / "b.aac"
+    _mux(first, [(samples[:half], "mono")], sr, "adts", "aac")
+    _mux(second, [(samples[half:], "stereo")], sr, "adts", "aac")
+    joined = tmp_path / "joined.aac"
+    joined.write_bytes(first.read_bytes() + second.read_bytes())
+    prompt = load_prompt_audio(str(joined))
+    assert prompt.source_channels == 1
+    assert len(samples) / sr - 0.6 < prompt.seconds + prompt.trimmed_s < len(samples) / sr + 0.3, prompt
+
+
+@pytest.mark.parametrize("level_db", [-40.0, -46.0])
+def test_speech_in_one_channel_is_as_loud_as_the_same_speech_in_mono(speech, tmp_path, level_db):
+    """Quiet speech in only one channel of a stereo file (a mono microphone on a stereo input) was
+    refused as silent after the mix-down halved it, while the same speech as mono passed
+    (forty-sixth newcomer session). The louder channel is used when the other is nearly empty."""
+    samples, sr = speech
+    quiet = samples * (10 ** (level_db / 20) / np.max(np.abs(samples)))
+    sf.write(tmp_path / "mono.wav", quiet, sr, subtype="FLOAT")
+    sf.write(tmp_path / "left_only.wav", np.stack([quiet, np.zeros_like(quiet)], axis=1), sr, subtype="FLOAT")
+    mono = load_prompt_audio(str(tmp_path / "mono.wav"))
+    left = load_prompt_audio(str(tmp_path / "left_only.wav"))
+    assert left.source_channels == 2
+    assert np.isclose(np.sqrt(np.mean(left.samples ** 2)), np.sqrt(np.mean(mono.samples ** 2)), rtol=0.05)

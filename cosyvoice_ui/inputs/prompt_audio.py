@@ -88,14 +88,15 @@ class PromptAudio:
         return len(self.samples) / self.sample_rate_hz
 
 
-def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
+def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
     """Decode any supported audio file.
 
     Args:
         path: a file on disk.
 
     Returns:
-        ``(samples, sample_rate_hz)`` with samples float32 of shape ``(frames, channels)``.
+        ``(samples, sample_rate_hz, note)`` with samples float32 of shape ``(frames, channels)``;
+        ``note`` says which track of a file with several audio tracks was used, else ``None``.
 
     Raises:
         InputError: no path, the file is gone (deleted after ``--temp-file-ttl``), not a file,
@@ -117,7 +118,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int]:
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
     try:
-        return _decode_with_soundfile(path)
+        return (*_decode_with_soundfile(path), None)
     except InputError:
         raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
@@ -183,21 +184,62 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     return data, int(sr)
 
 
-def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
+def _decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
+    """Decode with PyAV; returns ``(samples, rate, note)``. A file with several audio tracks (a
+    phone or screen recording with the microphone on the second track) gives its loudest of the
+    first :data:`_MAX_TRACKS`: the first alone was a silent track, refused as silent (forty-sixth
+    newcomer session). ``note`` names the track used, or is ``None`` for a single track."""
     import av
 
     with av.open(path, mode="r") as container:
-        streams = [s for s in container.streams if s.type == "audio"]
-        if not streams:
-            raise ValueError("no audio stream")
-        stream = streams[0]
-        # Planar float keeps channels apart whatever the codec's native sample format is.
-        resampler = av.AudioResampler(format="fltp")
+        tracks = sum(1 for s in container.streams if s.type == "audio")
+    if not tracks:
+        raise ValueError("no audio stream")
+    best, failure = None, None
+    for index in range(min(tracks, _MAX_TRACKS)):
+        try:
+            data, rate = _decode_pyav_track(path, index)
+        except InputError:
+            raise
+        except Exception as e:  # a damaged track beside a good one: use the good one
+            failure = failure or e
+            continue
+        power = float(np.mean(np.square(data, dtype=np.float64)))
+        if best is None or power > best[2]:
+            best = (data, rate, power, index)
+    if best is None:
+        raise failure
+    note = None
+    if tracks > 1:
+        note = (f"The prompt file has {tracks} audio tracks; the loudest (track {best[3] + 1}) was used."
+                + (f" Only the first {_MAX_TRACKS} were read." if tracks > _MAX_TRACKS else ""))
+    return best[0], best[1], note
+
+
+_MAX_TRACKS = 4
+
+
+def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
+    import av
+
+    with av.open(path, mode="r") as container:
+        stream = [s for s in container.streams if s.type == "audio"][index]
+        # Planar float keeps channels apart whatever the codec's native sample format is. The
+        # channel layout and rate are the first frame's: a stream that changes them midway (ADTS
+        # AAC joined from a mono and a stereo file) is converted to them, one resampler per input
+        # setup, instead of failing to join its pieces (forty-sixth newcomer session).
+        resampler, setup, layout = None, None, None
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
         decoded = 0
         for frame in container.decode(stream):
-            rate = frame.sample_rate or rate
+            if layout is None:
+                layout, rate = frame.layout.name, frame.sample_rate or rate
+            if (frame.format.name, frame.layout.name, frame.sample_rate) != setup:
+                if resampler is not None:  # its buffered tail comes before the new setup's samples
+                    chunks += [out.to_ndarray() for out in resampler.resample(None)]
+                setup = (frame.format.name, frame.layout.name, frame.sample_rate)
+                resampler = av.AudioResampler(format="fltp", layout=layout, rate=rate)
             for out in resampler.resample(frame):
                 chunks.append(out.to_ndarray())
                 decoded += out.samples
@@ -212,8 +254,8 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int]:
                 if stated_s > decoded / rate:
                     raise _too_long(stated_s, stated=True)
                 raise _too_long(decoded / rate, at_least=True)
-        for out in resampler.resample(None):
-            chunks.append(out.to_ndarray())
+        if resampler is not None:
+            chunks += [out.to_ndarray() for out in resampler.resample(None)]
     if not chunks or not rate:
         raise ValueError("no decodable audio frames")
     data = np.concatenate(chunks, axis=1).T.astype(np.float32, copy=False)
@@ -562,7 +604,7 @@ def _milliseconds(seconds: float) -> str:
 
 
 def _load_prompt_audio(path: str) -> PromptAudio:
-    data, sr = decode_audio_file(path)
+    data, sr, decode_note = decode_audio_file(path)
     frames, channels = data.shape
     if not np.all(np.isfinite(data)):
         bad = int(np.count_nonzero(~np.isfinite(data)))
@@ -571,7 +613,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             "Export the recording again as 16-bit WAV or FLAC."
         )
     _check_sample_rate(sr)
-    notes = []
+    notes = [decode_note] if decode_note else []
     scaled_hint = ""  # added to a later refusal that the scaling may have caused
     magnitude = np.abs(data)
     peak = float(np.max(magnitude))
@@ -627,9 +669,17 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if channels > 1:
         # Channels in opposite phase cancel in the mean; then one channel is the better mix-down.
         channel_power = float(np.mean(data ** 2))
-        if channel_power > 0 and float(np.mean(mono ** 2)) < 0.01 * channel_power:
-            mono = data[:, int(np.argmax(np.mean(data ** 2, axis=0)))]
+        powers = np.mean(np.square(data, dtype=np.float64), axis=0)
+        mono_power = float(np.mean(np.square(mono, dtype=np.float64)))
+        if channel_power > 0 and mono_power < 0.01 * channel_power:
+            mono = data[:, int(np.argmax(powers))]
             notes.append("The prompt's channels cancel each other when mixed (opposite phase); one channel was used.")
+        elif mono_power < 0.3 * float(powers.max()):
+            # Sound in one channel only (a mono microphone on a stereo input): the mean is 6 dB
+            # quieter than that channel (more with more channels), and quiet speech was refused as
+            # silent that passed as mono (forty-sixth newcomer session). Two channels of the same
+            # sound keep their mean (power ratio 1), two different sounds too (0.5).
+            mono = data[:, int(np.argmax(powers))]
     mono = remove_rumble(resample(mono, sr, PROMPT_SAMPLE_RATE_HZ), PROMPT_SAMPLE_RATE_HZ)
     peak_dbfs = float(frame_rms_dbfs(mono, PROMPT_SAMPLE_RATE_HZ).max())
     if peak_dbfs < SILENCE_FLOOR_DBFS:
