@@ -16,12 +16,13 @@ SPEED_MIN, SPEED_MAX = 0.5, 2.0
 # above it, and clips the block: the legend under the chart (the names of the lines) was cut
 # off. Let it show, with room kept below for it.
 PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
-# Run by the page on load (Gradio takes one function): recording_types.js gives recordings that
-# Chromium calls video (.webm) an audio type; microphone.js says why recording cannot work on plain
+# Run by the page on load (Gradio takes one function): prompt_upload.js gives recordings that
+# Chromium calls video (.webm) an audio type, names without markup, and stops files over the
+# upload limit with their size; microphone.js says why recording cannot work on plain
 # http from another machine, and holds Generate while the prompt is still being recorded.
 PAGE_JS = "() => {\n" + "".join(
     f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-    for name in ("recording_types.js", "microphone.js")) + "}"
+    for name in ("prompt_upload.js", "microphone.js")) + "}"
 
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).

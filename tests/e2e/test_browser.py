@@ -196,6 +196,43 @@ def test_recording_over_plain_http_from_another_address_says_why(browser):
         _shot(page, "microphone-on-plain-http")
 
 
+def test_upload_over_the_limit_says_its_size_and_what_fits(browser, app, tmp_path):
+    """A file over --max-upload-mb got only Gradio's "exceed the maximum allowed size of 20.0 Mb"
+    (forty-sixth newcomer session); the page now gives the file's size, the limit and the way out,
+    and a good upload after it clears the note."""
+    import numpy as np
+    import soundfile as sf
+
+    from ..audio_corpus import read
+
+    samples, sr = read(PROMPTS_DIR / "xtts_male.wav")
+    big = tmp_path / "interview.wav"
+    sf.write(big, np.tile(samples.astype(np.float32), 16)[:, None].repeat(2, axis=1), sr, subtype="FLOAT")
+    assert big.stat().st_size > 21 * 2**20
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(big))
+    note = page.locator("#upload_note")
+    note.wait_for(timeout=5000)
+    text = note.inner_text()
+    assert f"{big.stat().st_size / 2**20:.1f} MB" in text and "20.0 MB (--max-upload-mb)" in text, text
+    assert "3-10 s" in text, text
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    note.wait_for(state="detached", timeout=5000)
+
+
+def test_file_name_is_not_rendered_as_html(browser, app, tmp_path):
+    """Gradio's "Invalid file type" pop-up renders the file name as HTML: "<u>x<u>.txt" came out
+    underlined (forty-sixth newcomer session). Names lose markup characters before Gradio sees them."""
+    bad = tmp_path / "<u>x<u>.txt"
+    bad.write_text("not a recording\n")
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(bad))
+    toast = page.locator(".toast-body").first
+    toast.wait_for(timeout=5000)
+    assert "_u_x_u_.txt" in toast.inner_text()
+    assert page.locator(".toast-body u").count() == 0
+
+
 def test_chinese_interface_follows_browser_language(browser, app):
     page = _page(browser, app, locale="zh-CN")
     page.get_by_text("重启应用").first.wait_for(timeout=10_000)
