@@ -3,12 +3,15 @@
 Gradio compared the pair itself and said nothing about failures: password guessing left no trace
 in the log (twenty-third newcomer session). This check compares in constant time, counts every
 failure (``/metrics``: ``cosyvoice_ui_failed_logins_total``) and logs them, at most one line a
-minute so that guessing cannot flood the log. Gradio passes no request to the callable, so the
-line has no client address; a reverse proxy's access log has it (``POST /login`` answered 400).
+minute so that guessing cannot flood the log. Gradio passes no request to the callable; the
+client's address comes from :class:`LoginClientAddress`, middleware that notes it for each
+``POST .../login`` (behind a reverse proxy: the proxy's address, unless uvicorn is told to trust
+its X-Forwarded-For).
 """
 
 from __future__ import annotations
 
+import contextvars
 import hmac
 import logging
 import threading
@@ -16,6 +19,30 @@ import time
 from typing import Callable
 
 log = logging.getLogger(__name__)
+
+# The address of the client whose login is being checked (set by LoginClientAddress).
+_client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("login_client_address", default=None)
+_MAX_ADDRESSES_LOGGED = 5
+
+
+class LoginClientAddress:
+    """Pure ASGI middleware: notes the client's address for Gradio's login route, where
+    :class:`LoginCheck` runs in the same task, so that a failed login's log line can name it
+    (it had none: forty-fourth and earlier newcomer sessions)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").endswith("/login"):
+            client = scope.get("client")
+            token = _client_address.set(client[0] if client else None)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _client_address.reset(token)
+            return
+        await self.app(scope, receive, send)
 
 
 class LoginCheck:
@@ -36,6 +63,7 @@ class LoginCheck:
         self._lock = threading.Lock()
         self._last_line_at: float | None = None
         self._unlogged = 0
+        self._addresses: dict[str, None] = {}  # of the failures not logged yet, in order
 
     def __call__(self, username: str, password: str) -> bool:
         # Both compared every time, so the time taken says nothing about which one was wrong.
@@ -45,12 +73,20 @@ class LoginCheck:
             return True
         self._on_failure()
         now = time.monotonic()
+        address = _client_address.get()
         with self._lock:
             self._unlogged += 1
+            if address and len(self._addresses) <= _MAX_ADDRESSES_LOGGED:
+                self._addresses[address] = None
             if self._last_line_at is not None and now - self._last_line_at < self._every_s:
                 return False
             count, self._unlogged, self._last_line_at = self._unlogged, 0, now
+            addresses, self._addresses = list(self._addresses), {}
         # Neither the user name typed nor the password is logged: either may be the other's secret.
-        log.warning("failed login: %s%s", "wrong password" if user_ok else "unknown user name",
+        where = ""
+        if addresses:
+            shown = ", ".join(addresses[:_MAX_ADDRESSES_LOGGED])
+            where = f" from {shown}{' and others' if len(addresses) > _MAX_ADDRESSES_LOGGED else ''}"
+        log.warning("failed login%s: %s%s", where, "wrong password" if user_ok else "unknown user name",
                     f" ({count} failed logins since the last such line)" if count > 1 else "")
         return False

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .http_errors import QuietRequestErrors
-from .login_check import LoginCheck
+from .login_check import LoginCheck, LoginClientAddress
 from .login_required import LoginRequired
 from .precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
@@ -45,6 +45,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
+    app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)

@@ -62,6 +62,7 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         assert "cosyvoice_ui_failed_logins_total 4.0" in metrics
         lines = [line for line in app.log_path.read_text().splitlines() if "failed login" in line]
         assert len(lines) == 1 and "wrong password" in lines[0], lines
+        assert "failed login from 127.0.0.1: " in lines[0], lines  # it named no client (forty-fourth session)
         assert not any(secret in app.log_path.read_text() for secret in ("guess", "mallory", "s3cret"))
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/restart")["new_pid"]
@@ -140,3 +141,26 @@ def test_failed_logins_are_summarized_not_flooded(caplog):
     assert lines == ["failed login: wrong password",
                      "failed login: unknown user name (50 failed logins since the last such line)"], lines
     assert len(failures) == 51
+
+
+def test_summarized_failed_logins_name_their_addresses(caplog):
+    """The summary line names the clients behind the failures it counts, at most five."""
+    import logging
+
+    from cosyvoice_ui.login_check import LoginCheck, _client_address
+
+    check = LoginCheck("alice", "s3cret", log_every_s=0.3)
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.login_check"):
+        token = _client_address.set("10.0.0.1")
+        assert not check("alice", "guess")
+        for i in range(8):
+            _client_address.set(f"10.0.0.{i + 2}")
+            assert not check("alice", "guess")
+        time.sleep(0.35)
+        _client_address.set("10.0.0.99")
+        assert not check("alice", "guess")
+        _client_address.reset(token)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["failed login from 10.0.0.1: wrong password",
+                     "failed login from 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5, 10.0.0.6 and others: wrong password "
+                     "(9 failed logins since the last such line)"], lines
