@@ -202,11 +202,16 @@ def _append_problem(path: str) -> str | None:
         return "is not a regular file"
     if os.path.realpath(path).startswith(("/proc/", "/sys/", "/dev/")):
         return "is a system file; give a file of your own"
+    existed = os.path.exists(path)
     try:
         with open(path, "a"):
             pass
     except OSError as e:
         return f"cannot be written ({e.strerror})"
+    if not existed:
+        # The check leaves nothing behind: a start that failed later (a port in use) left an
+        # empty ledger file (forty-fourth newcomer session). The file is made by its first line.
+        os.remove(path)
     return None
 
 

@@ -269,14 +269,19 @@ def test_too_short_start_timeout_names_the_flag():
     assert code == 2 and "within 0.3 s (--worker-start-timeout" in out, out[-2000:]
 
 
-def test_port_in_use_is_refused_before_the_model_loads():
+def test_port_in_use_is_refused_before_the_model_loads(tmp_path):
+    ledger, gpu_log = tmp_path / "ledger.jsonl", tmp_path / "gpu.log"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        code, out, _ = _run_app("--port", str(taken.getsockname()[1]))
+        code, out, _ = _run_app("--port", str(taken.getsockname()[1]), "--ledger", str(ledger),
+                                "--gpu-log", str(gpu_log))
     assert code == 2, out
     assert "cannot listen on 127.0.0.1:" in out and "Choose a free --port" in out, out
     assert "worker started" not in out and "ready: open" not in out, out
+    # The files' writability was checked, but a failed start leaves no empty files behind
+    # (forty-fourth newcomer session).
+    assert not ledger.exists() and not gpu_log.exists()
 
 
 def test_unknown_host_is_refused_before_the_model_loads():
