@@ -40,10 +40,11 @@ def drop_locals(error: BaseException) -> None:
     the exceptions it was raised from or during (``__cause__``, ``__context__``).
 
     A refusal stays referenced after it was answered (``raise gr.Error(...) from None`` still sets
-    ``__context__``, and the error sent stays reachable once per client), and its traceback keeps alive the frames
-    that raised it, with everything they held: a 119 s prompt refused as too long kept ~250 MB of
-    decoded and resampled samples per client, and the web process grew from 639 MiB to 1.8 GiB
-    with 4 clients (``bench/refused_upload_memory.py``; a newcomer session saw 8.9 GB with 12).
+    ``__context__``, and the error sent stays reachable once per client), and its traceback keeps
+    alive the frames that raised it, with everything they held: a 119 s prompt refused as too long
+    kept ~200-300 MB of decoded and resampled samples per client, and the web process grew from
+    639 MiB to 1.8 GiB with 4 clients (``bench/refused_upload_memory.py``; a newcomer session saw
+    8.9 GB with 12).
     File names and line numbers stay; frames still running are left as they are
     (:func:`traceback.clear_frames` skips them)."""
     import traceback

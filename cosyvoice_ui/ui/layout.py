@@ -20,9 +20,12 @@ PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 # Chromium calls video (.webm) an audio type, names without markup, and stops files over the
 # upload limit with their size; microphone.js says why recording cannot work on plain
 # http from another machine, and holds Generate while the prompt is still being recorded.
-PAGE_JS = "() => {\n" + "".join(
-    f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-    for name in ("prompt_upload.js", "microphone.js")) + "}"
+def _script(name: str) -> str:
+    return Path(__file__).with_name(name).read_text(encoding="utf-8").strip()
+
+
+PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
+           + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js")) + "}")
 
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).

@@ -1,4 +1,4 @@
-() => {
+(note) => {
   // Recording the prompt in the page. Two ways it went wrong without a word of why (forty-sixth
   // newcomer session):
   // - Browsers give pages the microphone only in a secure context (https://, or localhost):
@@ -15,19 +15,6 @@
               "over plain http from another address. Upload a recording instead, or open the page through https " +
               "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
-  };
-  const note = (id, text, after) => {
-    let el = document.getElementById(id);
-    if (!el) {
-      el = document.createElement("div");
-      el.id = id;
-      el.setAttribute("role", "alert");
-      el.style.cssText = "margin:6px 0;padding:8px 10px;border-radius:6px;border:1px solid #d97706;" +
-                         "background:#fffbeb;color:#92400e;font-size:14px;line-height:1.4";
-      after.insertAdjacentElement("afterend", el);
-    }
-    el.textContent = text;  // text, never HTML
-    return el;
   };
   const prompt = () => document.getElementById("prompt_audio");
   const shown = (el) => el !== null && el.offsetParent !== null;

@@ -1,4 +1,4 @@
-() => {
+(note) => {
   // Chromium names a .webm file (what browsers record) "video/webm", and Gradio's audio upload
   // accepts only audio/* types: the file was refused with "Invalid file type" and the request ran
   // in the built-in voice (thirty-fifth newcomer session). The prompt's upload gets such files
@@ -42,21 +42,12 @@
                 "(a video's picture makes the file large), as WAV or MP3.";
   };
   const showNote = (text) => {
-    const prompt = document.getElementById("prompt_audio");
-    let el = document.getElementById("upload_note");
-    if (!text) {
+    if (text) {
+      note("upload_note", text, document.getElementById("prompt_audio"));
+    } else {
+      const el = document.getElementById("upload_note");
       if (el) el.remove();
-      return;
     }
-    if (!el && prompt) {
-      el = document.createElement("div");
-      el.id = "upload_note";
-      el.setAttribute("role", "alert");
-      el.style.cssText = "margin:6px 0;padding:8px 10px;border-radius:6px;border:1px solid #d97706;" +
-                         "background:#fffbeb;color:#92400e;font-size:14px;line-height:1.4";
-      prompt.insertAdjacentElement("afterend", el);
-    }
-    if (el) el.textContent = text;  // text, never HTML
   };
   const inPrompt = (target) => target instanceof Element && target.closest("#prompt_audio") !== null;
   document.addEventListener("change", (e) => {
