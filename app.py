@@ -173,18 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         return 2
-    if settings.ledger:
-        device = supervisor.status()["device"]
-        loaded = supervisor.ledger.read_back(supervisor.engine, device)
-        others = supervisor.ledger.read_back_others
-        if loaded or others:  # said also when none matched: the operator sees the file was read
-            log.info("ledger: read back %d earlier record(s) of %s on %s from %s%s; admission's memory fit goes on "
-                     "from them", loaded, supervisor.engine, device, settings.ledger,
-                     f" ({others} of other engines or devices left out)" if others else "")
     try:
+        if settings.ledger:
+            device = supervisor.status()["device"]
+            loaded = supervisor.ledger.read_back(supervisor.engine, device)
+            others = supervisor.ledger.read_back_others
+            if loaded or others:  # said also when none matched: the operator sees the file was read
+                log.info("ledger: read back %d earlier record(s) of %s on %s from %s%s; admission's memory fit goes "
+                         "on from them", loaded, supervisor.engine, device, settings.ledger,
+                         f" ({others} of other engines or devices left out)" if others else "")
         app = build_app(settings, supervisor, monitor)
     except BaseException:
-        # The worker thread would keep the process alive, holding the model and serving nothing.
+        # The worker thread would keep the process alive, holding the model and serving nothing
+        # (forty-seventh newcomer session: a ledger line that broke reading it back).
         supervisor.stop(grace_s=1)
         monitor.stop()
         raise

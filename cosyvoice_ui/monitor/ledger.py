@@ -149,7 +149,7 @@ class Ledger:
                 if not isinstance(row, dict) or not required <= row.keys() or not _plausible(row):
                     raise ValueError("not a record")
                 record = LedgerRecord(**{k: v for k, v in row.items() if k in fields})
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):  # RecursionError: "[" x 3000 (forty-seventh session)
                 skipped += 1
                 continue
             if record.engine == engine and record.device == device:
