@@ -462,3 +462,49 @@ def test_speech_in_one_channel_is_as_loud_as_the_same_speech_in_mono(speech, tmp
     left = load_prompt_audio(str(tmp_path / "left_only.wav"))
     assert left.source_channels == 2
     assert np.isclose(np.sqrt(np.mean(left.samples ** 2)), np.sqrt(np.mean(mono.samples ** 2)), rtol=0.05)
+
+
+def _joined(tmp_path, name: str, parts) -> str:
+    path = tmp_path / name
+    path.write_bytes(b"".join(p.read_bytes() for p in parts))
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", ["ogg_opus", "ogg_vorbis", "flac", "mp3_mono_then_stereo"])
+def test_files_joined_one_after_another_are_used_whole(speech, tmp_path, kind):
+    """libsndfile decodes only the first stream of a chained Ogg, or of FLAC or MP3 files joined
+    with cat: 2 s of a 5.3 s prompt were used and the rest dropped without a word (forty-seventh
+    newcomer session). The whole file is used, with a note, at the level of its parts."""
+    samples, sr = speech
+    cut = 2 * sr
+    first, rest = samples[:cut], samples[cut:]
+    if kind == "ogg_opus":
+        parts = [audio_corpus.encode(first, sr, tmp_path / "a.ogg", "ogg", "libopus", rate=48000),
+                 audio_corpus.encode(rest, sr, tmp_path / "b.ogg", "ogg", "libopus", rate=48000)]
+    else:
+        fmt, subtype, ext = {"ogg_vorbis": ("OGG", "VORBIS", "ogg"), "flac": ("FLAC", None, "flac"),
+                             "mp3_mono_then_stereo": ("MP3", None, "mp3")}[kind]
+        parts = [tmp_path / f"a.{ext}", tmp_path / f"b.{ext}"]
+        sf.write(parts[0], first, sr, format=fmt, subtype=subtype)
+        second = np.stack([rest, rest], axis=1) if kind == "mp3_mono_then_stereo" else rest
+        sf.write(parts[1], second, sr, format=fmt, subtype=subtype)
+    whole = load_prompt_audio(_joined(tmp_path, f"joined.{parts[0].suffix[1:]}", parts))
+    single = load_prompt_audio(str(parts[0]))
+    assert single.seconds < 2.2
+    assert whole.seconds + whole.trimmed_s > len(samples) / sr - 0.3, whole
+    assert any("joined one after another" in n for n in whole.notes), whole.notes
+    assert not any("full scale" in n for n in whole.notes), whole.notes  # no 3 dB louder mix-down
+    level = lambda p: np.sqrt(np.mean(p.samples[: len(single.samples)] ** 2))  # noqa: E731
+    assert np.isclose(level(whole), level(single), rtol=0.15)
+
+
+def test_a_wav_header_whose_sample_size_does_not_fit_its_frames_is_refused(tmp_path):
+    """A WAV whose header declares 7 bits per sample in 2-byte frames was read a byte at a time:
+    17 s of noise from an 8.6 s prompt, accepted (forty-seventh newcomer session)."""
+    data = bytearray((PROMPTS_DIR / "xtts_male.wav").read_bytes())
+    assert data[34:36] == (16).to_bytes(2, "little")  # the fmt chunk's bits per sample
+    data[34] = 7
+    path = tmp_path / "damaged.wav"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="damaged: its header declares 7 bits per sample in frames of 2 byte"):
+        load_prompt_audio(str(path))

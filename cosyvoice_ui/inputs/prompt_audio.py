@@ -118,11 +118,13 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
     try:
-        return (*_decode_with_soundfile(path), None)
+        data, sr = _decode_with_soundfile(path)
     except InputError:
         raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
+    else:
+        return _all_of_joined_file(path, data, sr)
     try:
         return _decode_with_pyav(path)
     except InputError:
@@ -134,6 +136,34 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
     )
+
+
+# Formats whose files can be several streams joined one after another (chained Ogg, FLAC or MP3
+# files joined with cat), of which libsndfile decodes only the first.
+_JOINABLE_FORMATS = frozenset({"OGG", "FLAC", "MP3"})
+_JOINED_EXTRA_S = 0.25  # PyAV finding this much more audio means the file goes on after the first stream
+
+
+def _all_of_joined_file(path: str, data: np.ndarray, sr: int) -> tuple[np.ndarray, int, str | None]:
+    """libsndfile's decoding, or PyAV's when it finds more in the file: of a chained Ogg or of
+    FLAC or MP3 files joined with ``cat``, libsndfile decodes only the first part, and the rest
+    (6.6 s of an 8.6 s prompt; once, 11 s of another speaker) was dropped without a word
+    (forty-seventh newcomer session). PyAV decodes on through the joins."""
+    import soundfile as sf
+
+    if sf.info(path).format not in _JOINABLE_FORMATS:
+        return data, sr, None
+    try:
+        whole, rate, note = _decode_with_pyav(path)
+    except InputError:
+        raise  # the whole file is too long (decoding stopped at 120 s)
+    except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
+        return data, sr, None
+    if len(whole) / rate < len(data) / sr + _JOINED_EXTRA_S:
+        return data, sr, None
+    joined = (f"The prompt file is several recordings joined one after another ({len(whole) / rate:.1f} s in all, "
+              f"the first {len(data) / sr:.1f} s); all of it was used.")
+    return whole, rate, f"{joined} {note}" if note else joined
 
 
 def _too_long(seconds: float, at_least: bool = False, stated: bool = False) -> InputError:
@@ -155,10 +185,39 @@ def _too_many_samples(frames: int, channels: int, rate: int, at_least: bool = Fa
         "export it as mono at 48 kHz or less.")
 
 
+def _wav_header_problem(path: str) -> str | None:
+    """Why a PCM WAV's format chunk cannot be right, or ``None``: its bytes per frame (block
+    align) must be the channels times the bytes the declared sample size takes. libsndfile
+    decodes what it is given: a header declaring 7 bits per sample in 2-byte frames was read a
+    byte at a time, as 17 s of noise from an 8.6 s prompt, and accepted (forty-seventh newcomer
+    session). Only the first 4 KiB are read; a file without a PCM "fmt " chunk there passes."""
+    import struct
+
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
+        return None
+    order = "<" if head[:4] == b"RIFF" else ">"
+    at = 12
+    while at + 8 <= len(head):
+        kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
+        if kind == b"fmt " and at + 24 <= len(head):
+            tag, channels, _, _, block_align, bits = struct.unpack(order + "HHIIHH", head[at + 8:at + 24])
+            if tag in (1, 0xFFFE) and channels and bits and block_align != channels * ((bits + 7) // 8):
+                return (f"its header declares {bits} bits per sample in frames of {block_align} byte(s) for "
+                        f"{channels} channel(s), which do not fit together")
+            return None
+        at += 8 + size + (size & 1)
+    return None
+
+
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
     info = sf.info(path)
+    if info.format in ("WAV", "WAVEX") and (problem := _wav_header_problem(path)):
+        raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
+                         "or FLAC.")
     if info.samplerate > 0:
         _check_sample_rate(info.samplerate)  # before the length, which a 1 Hz header makes days long
     # A FLAC whose header leaves the length open (written through a pipe) reports 2**63 - 1
@@ -224,22 +283,23 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
 
     with av.open(path, mode="r") as container:
         stream = [s for s in container.streams if s.type == "audio"][index]
-        # Planar float keeps channels apart whatever the codec's native sample format is. The
-        # channel layout and rate are the first frame's: a stream that changes them midway (ADTS
-        # AAC joined from a mono and a stereo file) is converted to them, one resampler per input
-        # setup, instead of failing to join its pieces (forty-sixth newcomer session).
-        resampler, setup, layout = None, None, None
+        # Planar float keeps channels apart whatever the codec's native sample format is. A stream
+        # that changes its rate midway (MP3 or Ogg files joined) is converted to the first frame's
+        # rate, one resampler per input setup; one that changes its channel count (ADTS AAC
+        # joined from a mono and a stereo file) is mixed down below, instead of failing to join
+        # its pieces (forty-sixth newcomer session).
+        resampler, setup, first = None, None, True
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
         decoded = 0
         for frame in container.decode(stream):
-            if layout is None:
-                layout, rate = frame.layout.name, frame.sample_rate or rate
+            if first:
+                rate, first = frame.sample_rate or rate, False
             if (frame.format.name, frame.layout.name, frame.sample_rate) != setup:
                 if resampler is not None:  # its buffered tail comes before the new setup's samples
                     chunks += [out.to_ndarray() for out in resampler.resample(None)]
                 setup = (frame.format.name, frame.layout.name, frame.sample_rate)
-                resampler = av.AudioResampler(format="fltp", layout=layout, rate=rate)
+                resampler = av.AudioResampler(format="fltp", rate=rate)
             for out in resampler.resample(frame):
                 chunks.append(out.to_ndarray())
                 decoded += out.samples
@@ -258,6 +318,10 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
             chunks += [out.to_ndarray() for out in resampler.resample(None)]
     if not chunks or not rate:
         raise ValueError("no decodable audio frames")
+    if len({chunk.shape[0] for chunk in chunks}) > 1:
+        # Mixed down by the mean, as below for a whole file: FFmpeg's own stereo-to-mono mix is
+        # 3 dB louder (the same sound in both channels came out at 1.39 times full scale).
+        chunks = [chunk.mean(axis=0, keepdims=True) for chunk in chunks]
     data = np.concatenate(chunks, axis=1).T.astype(np.float32, copy=False)
     if data.size == 0:
         raise ValueError("no samples")
