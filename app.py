@@ -35,16 +35,18 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _own_gradio_temp_folder() -> None:
+def _own_gradio_temp_folder(port: int) -> None:
     """Gradio keeps uploads and results in $GRADIO_TEMP_DIR, by default /tmp/gradio, shared by
     every Gradio app on the machine; the upload sweeper (temp_files.py) must only ever see this
     app's files (fourth newcomer session: it removed 540 stale files of other apps). Unless the
-    user chose a folder, this app gets <temp>/cosyvoice_ui."""
+    user chose a folder, this app gets <temp>/cosyvoice_ui-<port>: one per port, so that two
+    copies on two ports never sweep each other's files (forty-eighth newcomer session), and the
+    next start on the same port finds what a killed one left."""
     import os
     import tempfile
 
     if not os.environ.get("GRADIO_TEMP_DIR"):
-        os.environ["GRADIO_TEMP_DIR"] = os.path.join(tempfile.gettempdir(), "cosyvoice_ui")
+        os.environ["GRADIO_TEMP_DIR"] = os.path.join(tempfile.gettempdir(), f"cosyvoice_ui-{port}")
 
 
 def _temp_folder_problem() -> str | None:
@@ -96,8 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     _return_freed_memory()
-    _own_gradio_temp_folder()
+    _own_gradio_temp_folder(settings.port)
     problem = _temp_folder_problem()
+    if not problem:
+        from cosyvoice_ui.temp_files import claim_folder
+
+        problem = claim_folder(os.environ["GRADIO_TEMP_DIR"])
     if problem:  # before the model loads, like the port
         print(f"error: {problem}", file=sys.stderr)
         return 2

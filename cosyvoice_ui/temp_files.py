@@ -112,6 +112,44 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     return thread
 
 
+CLAIM_FILE = ".cosyvoice_ui.lock"
+_claimed: list[int] = []  # the open lock files: held until the process ends
+
+
+def claim_folder(folder: str) -> str | None:
+    """Make ``folder`` this process's own for its lifetime, or say why it cannot be.
+
+    A second copy of the app started on the same ``GRADIO_TEMP_DIR`` with a shorter
+    ``--temp-file-ttl`` deleted the first copy's uploads and results while it ran: its result
+    links answered 403 (forty-eighth newcomer session). The claim is an exclusive ``flock`` on
+    :data:`CLAIM_FILE` in the folder (holding this process's pid), released by the system when the
+    process ends however it ends, so a killed app's folder is free again at once; the descriptor
+    is not inherited by the worker processes (Python opens files non-inheritable).
+
+    Returns:
+        ``None`` when claimed; otherwise the message to print (another running process holds it).
+    """
+    import fcntl
+
+    path = os.path.join(folder, CLAIM_FILE)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        return f"GRADIO_TEMP_DIR={folder!r} cannot hold the app's lock file ({e.strerror}); point it at a writable folder."
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        return (f"GRADIO_TEMP_DIR={folder!r} is in use by another running copy of this app (pid {owner}); each copy "
+                "deletes old uploads and results there, so two would delete each other's. Give this copy its own "
+                "folder, or unset GRADIO_TEMP_DIR (each port then gets its own).")
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _claimed.append(fd)
+    return None
+
+
 def remove_folders_of_gone_processes(prefix: str, folder: str | None = None) -> int:
     """Remove the folders named ``<prefix><pid>-...`` in ``folder`` (default: the system's
     temporary folder) whose process ``pid`` is gone: a process killed with SIGKILL never removes
