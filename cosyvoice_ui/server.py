@@ -22,6 +22,7 @@ from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import start_upload_sweeper
 from .request_size_limit import RequestSizeLimit
+from .rest_results import OneReaderPerResult
 from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
@@ -46,6 +47,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
+    app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)

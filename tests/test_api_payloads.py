@@ -234,3 +234,37 @@ def test_repeated_junk_requests_log_one_line_each(app):
     assert len(lines) <= 3 * len(JUNK_REQUESTS), "\n".join(lines[:60])
     assert not any("Traceback" in line for line in lines), "\n".join(lines[:60])
     assert gh.http_get(app.url + "healthz")[0] == 200
+
+
+def test_a_rest_result_is_read_once_and_a_second_reader_is_told_so(app):
+    """A second GET of a two-step REST call's result answered 200 and then nothing, forever, and
+    two GETs at once split the messages so that one waited forever (forty-eighth newcomer
+    session). The second reader now gets an error event at once; the first gets the result."""
+    import threading
+
+    data = gh.endpoint_data(app.url, "synthesize", text="Hello there. " * 8)
+    event_id = gh.start_call(app.url, "synthesize", data)
+    with gh.open_result_stream(app.url, "synthesize", event_id, 60) as r:
+        assert gh.parse_sse(r.read().decode())[0] == "complete"
+    t0 = time.monotonic()
+    with gh.open_result_stream(app.url, "synthesize", event_id, 10) as r:
+        event, message = gh.parse_sse(r.read().decode())
+    assert event == "error" and "already sent to an earlier GET" in message, message
+    assert time.monotonic() - t0 < 5
+
+    event_id = gh.start_call(app.url, "synthesize", data)
+    first = gh.open_result_stream(app.url, "synthesize", event_id, 60)
+    try:
+        time.sleep(0.3)
+        answers = []
+        second = threading.Thread(target=lambda: answers.append(
+            gh.parse_sse(gh.open_result_stream(app.url, "synthesize", event_id, 10).read().decode())))
+        second.start()
+        second.join(15)
+        assert answers and answers[0][0] == "error" and "Another connection is reading" in answers[0][1], answers
+        assert gh.parse_sse(first.read().decode())[0] == "complete"
+    finally:
+        first.close()
+    # An unknown event id keeps Gradio's own answer.
+    with gh.open_result_stream(app.url, "synthesize", "0123abcd", 10) as r:
+        assert gh.parse_sse(r.read().decode()) == ("error", '"404: Not Found"')

@@ -1,0 +1,81 @@
+"""ASGI middleware: the result of a two-step REST call is read by one GET at a time, and a GET
+after it was delivered is told so.
+
+Gradio's REST API (``POST /gradio_api/call/<api>`` gives an ``event_id``; ``GET
+/gradio_api/call/<api>/<event_id>`` streams the events) hands each message to one reader. A
+second GET of an event whose result was already sent answered 200 and then nothing, forever;
+two GETs at once split the messages between them, and one waited forever for its end
+(forty-eighth newcomer session). Here:
+
+- a GET of an event whose last message (``complete`` or ``error``) went out at once gets
+  ``event: error`` saying so;
+- a GET while another connection is reading the same event gets ``event: error`` at once;
+- a GET after a reader left before the end (a dropped connection) goes on to Gradio, which
+  sends what was not yet sent: a retry after a network blip still gets its result.
+
+Up to :data:`_REMEMBERED` event ids are remembered (about 1 MB), the oldest forgotten first.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+
+_RESULT_PATH = re.compile(r"/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")
+_FINAL = re.compile(rb"(?:^|\n)event: (?:complete|error)\n")
+_REMEMBERED = 10_000
+_READING, _DELIVERED = "reading", "delivered"
+
+
+class OneReaderPerResult:
+    """Pure ASGI middleware; anything that is not a GET of a REST call's result passes through."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self._events: collections.OrderedDict[str, str] = collections.OrderedDict()
+
+    async def __call__(self, scope, receive, send) -> None:
+        match = _RESULT_PATH.search(scope.get("path", "")) if scope["type"] == "http" else None
+        if match is None or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+        event_id = match.group(1)
+        state = self._events.get(event_id)
+        if state == _DELIVERED:
+            await _error(send, "The result of this event was already sent to an earlier GET; a result is sent "
+                               "once. Send the request again (POST to the call URL) for a new event id.")
+            return
+        if state == _READING:
+            await _error(send, "Another connection is reading this event's result; a result is sent to one "
+                               "reader. Wait for that one, or send the request again for a new event id.")
+            return
+        self._remember(event_id, _READING)
+        delivered = False
+
+        async def watch(message) -> None:
+            nonlocal delivered
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if _FINAL.search(body) and b'"404: Not Found"' not in body:  # an unknown id was not delivered
+                delivered = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            if delivered:
+                self._remember(event_id, _DELIVERED)
+            else:  # the reader left early: a retry may read on
+                self._events.pop(event_id, None)
+
+    def _remember(self, event_id: str, state: str) -> None:
+        self._events[event_id] = state
+        self._events.move_to_end(event_id)
+        while len(self._events) > _REMEMBERED:
+            self._events.popitem(last=False)
+
+
+async def _error(send, message: str) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
+    await send({"type": "http.response.body", "body": f"event: error\ndata: {json.dumps(message)}\n\n".encode()})
