@@ -43,8 +43,9 @@ class OneReaderPerResult:
         event_id = match.group(1)
         state = self._events.get(event_id)
         if state == _DELIVERED:
-            await _error(send, "The result of this event was already sent to an earlier GET; a result is sent "
-                               "once. Send the request again (POST to the call URL) for a new event id.")
+            await _error(send, "This event has ended: its result was sent to an earlier GET, or that GET closed "
+                               "before the end, which stopped the request. A result is sent once; send the request "
+                               "again (POST to the call URL) for a new event id.")
             return
         if state == _READING:
             await _error(send, "Another connection is reading this event's result; a result is sent to one "

@@ -96,6 +96,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
     demo.has_launched = True
     _name_bad_keyword_calls(mounted)
+    _name_unknown_endpoints(mounted, demo)
     start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
     return mounted
 
@@ -154,6 +155,34 @@ def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
 
     for gradio_app in _gradio_apps(app):
         gradio_app.add_exception_handler(TypeError, keyword_error)
+
+
+def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
+    """A call to an endpoint name that does not exist (``/gradio_api/call/synthesise``) raised
+    Gradio's ``FnIndexInferError`` and reached the client as a bare 500 "Internal Server Error"
+    with a traceback in the log (forty-ninth newcomer session). It is a 404 naming the endpoints
+    that exist."""
+    from gradio.route_utils import FnIndexInferError
+
+    public = sorted({f"/{fn.api_name}" for fn in demo.fns.values()
+                     if fn.api_name and fn.api_visibility == "public"})
+
+    async def unknown(request: fastapi.Request, error: Exception):
+        name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        log.info("refused %s %s: no such endpoint", request.method, request.url.path[:200])
+        return JSONResponse({"error": f"No API endpoint is named {name[:100]!r}. The endpoints are "
+                                      f"{', '.join(public)} (their parameters: GET /gradio_api/info)."},
+                            status_code=404)
+
+    async def unknown_keyword_call(request: fastapi.Request, error: Exception):
+        # The keyword route looks the name up in its API info: a KeyError there, a 500 as well.
+        if request.method != "POST" or "/call/v2/" not in request.url.path:
+            raise error
+        return await unknown(request, error)
+
+    for gradio_app in _gradio_apps(app):
+        gradio_app.add_exception_handler(FnIndexInferError, unknown)
+        gradio_app.add_exception_handler(KeyError, unknown_keyword_call)
 
 
 def end_streams(app: fastapi.FastAPI) -> None:

@@ -249,7 +249,7 @@ def test_a_rest_result_is_read_once_and_a_second_reader_is_told_so(app):
     t0 = time.monotonic()
     with gh.open_result_stream(app.url, "synthesize", event_id, 10) as r:
         event, message = gh.parse_sse(r.read().decode())
-    assert event == "error" and "already sent to an earlier GET" in message, message
+    assert event == "error" and "its result was sent to an earlier GET" in message, message
     assert time.monotonic() - t0 < 5
 
     event_id = gh.start_call(app.url, "synthesize", data)
@@ -268,3 +268,12 @@ def test_a_rest_result_is_read_once_and_a_second_reader_is_told_so(app):
     # An unknown event id keeps Gradio's own answer.
     with gh.open_result_stream(app.url, "synthesize", "0123abcd", 10) as r:
         assert gh.parse_sse(r.read().decode()) == ("error", '"404: Not Found"')
+
+
+@pytest.mark.parametrize("path", ["gradio_api/call/synthesise", "gradio_api/call/v2/nonexistent"])
+def test_a_misspelled_endpoint_is_named_not_a_bare_500(app, path):
+    """A call to an endpoint that does not exist answered a bare 500 "Internal Server Error" with a
+    traceback in the log (forty-ninth newcomer session); it is a 404 naming the endpoints."""
+    r = httpx.post(app.url + path, json={"data": ["Hello."]}, timeout=30)
+    assert r.status_code == 404, (r.status_code, r.text)
+    assert "No API endpoint is named" in r.text and "/synthesize" in r.text, r.text

@@ -125,7 +125,11 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         # would round a seed of 1.5 and turn any JSON value sent as text into a string.
         limits = dict(concurrency_limit=settings.max_queue + 2, concurrency_id="synthesize", preprocess=False)
         page_handler = handlers.synthesize_stream_page if settings.stream else handlers.synthesize_page
-        generate.click(page_handler, inputs=fields, outputs=[output_audio, stats],
+        # trigger_mode="multiple": Gradio's default ("once") dropped a press while the tab's own
+        # request ran, silently: a second text typed meanwhile never ran (forty-ninth newcomer
+        # session). Each press now reaches the service, which queues a new request and refuses
+        # the same request again as a duplicate, with a message.
+        generate.click(page_handler, inputs=fields, outputs=[output_audio, stats], trigger_mode="multiple",
                        api_name="synthesize_page", api_visibility="private", **limits)
         # The API has its own hidden twins of the fields and outputs, labelled with the parameter
         # names: Gradio's "Use via API" page showed the page's translated labels as "[object

@@ -34,13 +34,17 @@
     const limit = window.gradio_config && window.gradio_config.max_file_size;
     const big = limit ? Array.from(files).find((f) => f.size > limit) : undefined;
     if (!big) return null;
-    const mb = (n) => (n / 1048576).toFixed(1);
-    return zh ? `文件大小为 ${mb(big.size)} MB，上传上限为 ${mb(limit)} MB（--max-upload-mb）。参考音频只需 3-10 秒：` +
+    // MiB, as Gradio and --max-upload-mb count; with as many decimals as it takes to show the file
+    // is larger ("20.0 MB" for a file 2000 bytes over a limit of "20.0 MB", forty-ninth session).
+    const mib = (n) => n / 1048576;
+    let digits = 1;
+    while (digits < 6 && Number(mib(big.size).toFixed(digits)) <= mib(limit)) digits += 1;
+    const size = mib(big.size).toFixed(digits), most = String(Number(mib(limit).toFixed(2)));
+    return zh ? `文件大小为 ${size} MiB，上传上限为 ${most} MiB（--max-upload-mb）。参考音频只需 3-10 秒：` +
                 "请剪出一段清晰的语音，或只导出音频（视频画面会让文件变大），例如 WAV 或 MP3。"
-              : `The file is ${mb(big.size)} MB; uploads are limited to ${mb(limit)} MB (--max-upload-mb). ` +
+              : `The file is ${size} MiB; uploads are limited to ${most} MiB (--max-upload-mb). ` +
                 "A prompt needs only 3-10 s of speech: cut a clean stretch, or export the sound alone " +
-                "(a video's picture makes the file large), as WAV or MP3.";
-  };
+                "(a video's picture makes the file large), as WAV or MP3.";  };
   const showNote = (text) => {
     if (text) {
       note("upload_note", text, document.getElementById("prompt_audio"));

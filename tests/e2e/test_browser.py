@@ -214,8 +214,13 @@ def test_upload_over_the_limit_says_its_size_and_what_fits(browser, app, tmp_pat
     note = page.locator("#upload_note")
     note.wait_for(timeout=5000)
     text = note.inner_text()
-    assert f"{big.stat().st_size / 2**20:.1f} MB" in text and "20.0 MB (--max-upload-mb)" in text, text
+    assert f"{big.stat().st_size / 2**20:.1f} MiB" in text and "limited to 20 MiB (--max-upload-mb)" in text, text
     assert "3-10 s" in text, text
+    # Just over the limit: as many decimals as show that it is over ("20.0 MB" of "20.0 MB" before).
+    just_over = tmp_path / "just_over.wav"
+    just_over.write_bytes((PROMPTS_DIR / "xtts_male.wav").read_bytes()[:44] + bytes(20 * 2**20 + 2000 - 44))
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(just_over))
+    page.wait_for_function("document.querySelector('#upload_note').innerText.includes('20.002 MiB')", timeout=5000)
     page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
     note.wait_for(state="detached", timeout=5000)
 
@@ -306,6 +311,35 @@ def test_double_click_on_generate_synthesizes_once(browser, app):
             break
         page.wait_for_timeout(500)
     assert status["completed"] - before == 1, status
+
+
+def test_generate_with_a_new_text_while_the_first_runs_runs_both(browser, app):
+    """Generate pressed again with a new text while the tab's own request ran did nothing, with no
+    sign of it (Gradio's trigger_mode "once"; forty-ninth newcomer session). Both run now, the
+    second after the first, and the page ends with the second text's result."""
+    import json
+    import urllib.request
+
+    def completed():
+        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
+            return json.loads(r.read())["completed"]
+
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    page.wait_for_timeout(1500)
+    before = completed()
+    page.locator("#text textarea").fill("The morning was quiet and the river ran slowly past the old mill. " * 5)
+    page.locator("#generate").click()
+    page.wait_for_timeout(1500)
+    page.locator("#text textarea").fill("A second, short text.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.match(/text_chars\\W*21\\b/)",
+                           timeout=120_000)
+    for _ in range(40):
+        if completed() - before >= 2:
+            break
+        page.wait_for_timeout(500)
+    assert completed() - before == 2
 
 
 def test_2000_character_text_gives_complete_audio(browser, app):
