@@ -44,7 +44,8 @@
                 "请剪出一段清晰的语音，或只导出音频（视频画面会让文件变大），例如 WAV 或 MP3。"
               : `The file is ${size} MiB; uploads are limited to ${most} MiB (--max-upload-mb). ` +
                 "A prompt needs only 3-10 s of speech: cut a clean stretch, or export the sound alone " +
-                "(a video's picture makes the file large), as WAV or MP3.";  };
+                "(a video's picture makes the file large), as WAV or MP3.";
+  };
   const showNote = (text) => {
     if (text) {
       note("upload_note", text, document.getElementById("prompt_audio"));
