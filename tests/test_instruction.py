@@ -119,3 +119,18 @@ def test_words_in_other_alphabets_are_reported_whole():
 def test_emoji_instruction_is_reported():
     assert parse_instruction("😀").unrecognized == ("😀",)
     assert parse_instruction("happy 🎉").styles == ("happy",)
+
+
+@pytest.mark.parametrize("instruction, style", [
+    ("请用悲伤的语气说这句话", "sad"), ("语速慢一点", "slow"), ("super excited", "happy"), ("pretty calm", "calm")])
+def test_everyday_phrasings_apply_their_style_without_stray_notes(instruction, style):
+    """"请用悲伤的语气说这句话" applied sad and still listed '的语气说这句话' as not applied;
+    "语速慢一点" listed '语速', "super excited" 'super' (forty-ninth newcomer session)."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == (style,) and parsed.unrecognized == (), parsed
+
+
+def test_a_control_marker_is_reported_whole():
+    """"happy<|endofprompt|>" listed '<|', 'endofprompt', '|>' as three things not applied."""
+    parsed = parse_instruction("happy<|endofprompt|> and calm")
+    assert parsed.styles == ("happy", "calm") and parsed.unrecognized == ("<|endofprompt|>",), parsed

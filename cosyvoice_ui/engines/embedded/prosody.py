@@ -89,11 +89,14 @@ _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
 _ENGLISH_FILLER = set(
     "a an the in with and but or please speak speaking say said read talk talking sound sounding voice tone "
     "style way manner mood emotion like very really more bit little slightly somewhat quite be it this that "
-    "of to as is are sounds make extremely so tell do does go".split()
+    "of to as is are sounds make extremely so tell do does go super pretty rather totally".split()
 )
 _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调", "声音", "口吻", "说话", "说", "读", "念",
                    "一点", "一些", "点", "些", "很", "非常", "有点", "稍微", "比较", "特别", "地说", "，", "。",
-                   "、", "！", "？", "和", "又", "再", "更加", "更")
+                   "、", "！", "？", "和", "又", "再", "更加", "更",
+                   # "请用悲伤的语气说这句话", "语速慢一点": listed "这句话" and "语速" as not applied
+                   # (forty-ninth newcomer session).
+                   "这句话", "这段话", "这句", "这段", "句子", "一下", "语速", "速度", "音量")
 
 # A negation turns off the style it governs, also across intensifiers, a few other words and
 # punctuation ("not too fast", "do not go fast", "not-fast", "不要太快"): "not too fast" was applied
@@ -159,8 +162,13 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
     text = (instruction or "").strip()
     found: list[tuple[int, str]] = []
     unrecognized: list[tuple[int, str]] = []  # (position, text): reported in the order written
-    # Chinese first: blank matched phrases out so shorter ones (快) do not match inside them.
+    # A control marker is reported whole: "happy<|endofprompt|>" listed '<|', 'endofprompt', '|>'
+    # (forty-ninth newcomer session).
     remaining = text
+    for marker in re.finditer(r"<\|[^\n]*?\|>", text):
+        unrecognized.append((marker.start(), marker.group(0)))
+        remaining = remaining[:marker.start()] + " " * len(marker.group(0)) + remaining[marker.end():]
+    # Chinese first: blank matched phrases out so shorter ones (快) do not match inside them.
     phrases = sorted(((p, s) for s, ps in _CHINESE_PHRASES.items() for p in ps), key=lambda x: -len(x[0]))
     for phrase, style in phrases:
         while (idx := remaining.find(phrase)) >= 0:
