@@ -424,7 +424,32 @@ def load_prompt_audio(path: str) -> PromptAudio:
             what would work.
     """
     with _DECODE_SLOTS:
-        return _load_prompt_audio(path)
+        try:
+            return _load_prompt_audio(path)
+        finally:
+            _return_freed_heap()
+
+
+def _return_freed_heap() -> None:
+    """Give the heap pages a decode freed back to the system (glibc ``malloc_trim(0)``, which
+    trims every arena). PyAV decodes into thousands of frame-sized buffers, under the mmap
+    threshold, in whichever thread's arena served the upload: 8 clients sending 119 s MP3s left
+    the web process 380 MiB larger, held as free heap (``bench/refused_upload_memory.py``)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        try:
+            _malloc_trim = ctypes.CDLL(name).malloc_trim if name else False
+        except (OSError, AttributeError):  # not glibc: nothing to trim
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 def _check_sample_rate(sr: int) -> None:
