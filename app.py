@@ -18,23 +18,6 @@ import warnings
 import uvicorn
 
 
-def _return_freed_memory() -> None:
-    """Make glibc serve buffers of 256 KiB and more from mmap in this (web) process, as the
-    supervisor does for workers through MALLOC_MMAP_THRESHOLD_: decoded uploads are large
-    numpy arrays, and without this a burst of big refused uploads left the web process at 1.6 GiB
-    (newcomer session: 640 -> 1673 MiB after ~1000 uploads, back to 643 MiB after malloc_trim)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name or sys.platform != "linux":
-        return
-    try:
-        ctypes.CDLL(name).mallopt(-3, 262144)  # M_MMAP_THRESHOLD (malloc.h); also stops its dynamic growth
-    except (OSError, AttributeError):  # not glibc (musl): nothing to tune
-        pass
-
-
 def _own_gradio_temp_folder(port: int) -> None:
     """Gradio keeps uploads and results in $GRADIO_TEMP_DIR, by default /tmp/gradio, shared by
     every Gradio app on the machine; the upload sweeper (temp_files.py) must only ever see this
@@ -97,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem:  # before the model loads: that can take minutes with CosyVoice
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    _return_freed_memory()
+    from cosyvoice_ui.glibc_heap import serve_large_buffers_from_mmap
+
+    serve_large_buffers_from_mmap()
     _own_gradio_temp_folder(settings.port)
     problem = _temp_folder_problem()
     if not problem:

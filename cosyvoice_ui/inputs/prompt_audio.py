@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from ..errors import InputError
+from ..glibc_heap import return_freed_heap
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -118,13 +119,13 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
     try:
-        data, sr = _decode_with_soundfile(path)
+        data, sr, container = _decode_with_soundfile(path)
     except InputError:
         raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     else:
-        return _all_of_joined_file(path, data, sr)
+        return _all_of_joined_file(path, data, sr, container)
     try:
         return _decode_with_pyav(path)
     except InputError:
@@ -144,14 +145,13 @@ _JOINABLE_FORMATS = frozenset({"OGG", "FLAC", "MP3"})
 _JOINED_EXTRA_S = 0.25  # PyAV finding this much more audio means the file goes on after the first stream
 
 
-def _all_of_joined_file(path: str, data: np.ndarray, sr: int) -> tuple[np.ndarray, int, str | None]:
+def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
+                        container: str) -> tuple[np.ndarray, int, str | None]:
     """libsndfile's decoding, or PyAV's when it finds more in the file: of a chained Ogg or of
     FLAC or MP3 files joined with ``cat``, libsndfile decodes only the first part, and the rest
     (6.6 s of an 8.6 s prompt; once, 11 s of another speaker) was dropped without a word
     (forty-seventh newcomer session). PyAV decodes on through the joins."""
-    import soundfile as sf
-
-    if sf.info(path).format not in _JOINABLE_FORMATS:
+    if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
         whole, rate, note = _decode_with_pyav(path)
@@ -211,7 +211,8 @@ def _wav_header_problem(path: str) -> str | None:
     return None
 
 
-def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
+def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
+    """Decode with libsndfile; returns ``(samples, rate, container format as sf.info names it)``."""
     import soundfile as sf
 
     info = sf.info(path)
@@ -240,7 +241,7 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int]:
         if data.shape[0] * channels > MAX_DECODE_SAMPLES:
             raise _too_many_samples(data.shape[0], channels, int(sr), at_least=True)
         raise _too_long(data.shape[0] / sr, at_least=True)
-    return data, int(sr)
+    return data, int(sr), info.format
 
 
 def _decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
@@ -427,29 +428,7 @@ def load_prompt_audio(path: str) -> PromptAudio:
         try:
             return _load_prompt_audio(path)
         finally:
-            _return_freed_heap()
-
-
-def _return_freed_heap() -> None:
-    """Give the heap pages a decode freed back to the system (glibc ``malloc_trim(0)``, which
-    trims every arena). PyAV decodes into thousands of frame-sized buffers, under the mmap
-    threshold, in whichever thread's arena served the upload: 8 clients sending 119 s MP3s left
-    the web process 380 MiB larger, held as free heap (``bench/refused_upload_memory.py``)."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        import ctypes
-        import ctypes.util
-
-        name = ctypes.util.find_library("c")
-        try:
-            _malloc_trim = ctypes.CDLL(name).malloc_trim if name else False
-        except (OSError, AttributeError):  # not glibc: nothing to trim
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim = None
+            return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
 
 def _check_sample_rate(sr: int) -> None:
