@@ -238,3 +238,31 @@ def test_process_bytes_sums_a_process_over_the_gpus():
     assert reader.process_bytes(7) == 120 and reader.process_bytes(8) == 0 and reader.process_bytes(9) == 0
     if not NvmlReader().available:  # this machine: no NVML, so no figure rather than 0
         assert NvmlReader().process_bytes(os.getpid()) is None
+
+
+def test_plot_times_are_true_instants_and_the_ledger_names_the_server_zone(monkeypatch):
+    """On a server east of UTC the plot was off by the server's offset (8 h in UTC+8): Gradio sends
+    datetimes as epoch ms via pandas, which reads naive local times as UTC. The ledger table shows
+    the server's clock, so its time column says which zone that is."""
+    import datetime
+
+    import gradio as gr
+
+    from cosyvoice_ui.monitor.ledger import LedgerRecord
+    from cosyvoice_ui.monitor.sampler import Sample
+    from cosyvoice_ui.ui import formatting
+
+    monkeypatch.setenv("TZ", "TST-8")  # POSIX form: UTC+8, needs no tz database
+    time.tzset()
+    try:
+        now = 1_764_576_000.0  # 2025-12-01 08:00:00 UTC
+        frame = formatting.memory_frame([Sample(now, (), None, None, None, None, None, 100 * 2**20, "ready")])
+        sent = gr.LinePlot(x="time", y="MiB", color="series").postprocess(frame)
+        assert sent.data[0][0] == now * 1000
+        record = LedgerRecord(now, "embedded", "cpu", 5, 1, 5, 4.0, 1.0, 0.5, 0.5, None, None, 10, 1, "ok")
+        table = formatting.ledger_frame([record])
+        assert table.columns[0] == "time (server, UTC+08:00)"
+        assert table.iloc[0, 0] == "16:00:00"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 
 import pandas as pd
 
@@ -26,14 +27,18 @@ SERIES_COLORS = {
 
 
 def memory_frame(samples: list[Sample]) -> pd.DataFrame:
-    """Long-format frame for ``gr.LinePlot``: columns ``time`` (datetime), ``MiB``, ``series``.
+    """Long-format frame for ``gr.LinePlot``: columns ``time`` (datetime in UTC), ``MiB``, ``series``.
 
     Series: device memory used per GPU and the worker's NVML share when NVML works; the worker's
     RSS and torch allocated/reserved; the web process's RSS.
+
+    Times are UTC-aware: Gradio sends a datetime column as epoch milliseconds (pandas ``to_json``),
+    which reads a naive datetime as UTC, so the server's local times put the plot off by the
+    server's UTC offset (8 h on a server in Asia/Shanghai). The browser shows them in its own zone.
     """
     rows = []
     for s in samples:
-        t = datetime.datetime.fromtimestamp(s.time_s)
+        t = datetime.datetime.fromtimestamp(s.time_s, tz=datetime.timezone.utc)
         for g in s.gpus:
             rows.append((t, g.used_bytes / MIB, f"GPU {g.index} used"))
         if s.worker_gpu_bytes is not None:
@@ -51,8 +56,23 @@ def memory_frame(samples: list[Sample]) -> pd.DataFrame:
 LEDGER_COLUMNS = ["time", "outcome", "chars", "segments", "prompt s", "audio s", "RTF", "peak MiB", "pid"]
 
 
+def server_zone(now_s: float | None = None) -> str:
+    """The server's UTC offset now, as "UTC+08:00" (or "UTC" at offset 0)."""
+    offset = datetime.datetime.fromtimestamp(time.time() if now_s is None else now_s).astimezone().utcoffset()
+    minutes = round(offset.total_seconds() / 60) if offset else 0
+    if minutes == 0:
+        return "UTC"
+    sign = "+" if minutes > 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
-    """The ledger as a table, latest first. Peak is torch peak allocated on CUDA, else peak RSS."""
+    """The ledger as a table, latest first. Peak is torch peak allocated on CUDA, else peak RSS.
+
+    Times are the server's clock, and the time column names its zone ("time (server, UTC+08:00)"):
+    the memory plot beside it shows the browser's zone, which may differ (helper-49's browser in
+    Asia/Shanghai saw the two 8 h apart with neither labelled).
+    """
     rows = []
     for r in reversed(records[-limit:]):
         peak = r.peak_allocated_bytes if r.peak_allocated_bytes is not None else r.peak_rss_bytes
@@ -60,7 +80,8 @@ def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
                      r.segments, r.prompt_s if r.prompt_s is not None else "", r.audio_s if r.audio_s is not None else "",
                      r.real_time_factor if r.real_time_factor is not None else "",
                      round(peak / MIB, 1) if peak is not None else "", r.worker_pid or ""])
-    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    columns = [f"time (server, {server_zone()})", *LEDGER_COLUMNS[1:]]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None) -> str:

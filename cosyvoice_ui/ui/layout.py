@@ -105,6 +105,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 # order the series first appear in, which changes between page loads).
                 plot = gr.LinePlot(x="time", y="MiB", color="series", label=I18N("memory_plot"),
                                    height=320, elem_id="memory_plot", x_axis_format="%H:%M:%S", color_title="memory",
+                                   x_title="time (this browser's zone)",
                                    color_map=formatting.SERIES_COLORS)
                 with gr.Row():
                     free_cache = gr.Button(I18N("free_cache"), elem_id="free_cache")
