@@ -19,7 +19,8 @@ import gradio as gr
 
 from .. import synthesis
 from ..engines.base import Capabilities
-from ..errors import ServiceStopping, SynthesisFailed, UserFacingError, drop_locals
+from ..errors import (BusyError, DuplicateRequest, InputError, RequestTimedOut, ServiceStopping, SynthesisFailed,
+                      UnusablePromptAudio, UserFacingError, drop_locals)
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
@@ -45,6 +46,19 @@ def _show_notes(result: dict, for_page: bool) -> None:
     stats JSON alone, a user missed that a failed upload meant the built-in voice was used."""
     for note in result.get("notes", [])[:4]:
         gr.Info(_as_text(note) if for_page else note, duration=12)
+
+
+# The pop-up's title by kind of refusal: Gradio titles every gr.Error "Error", which read as a
+# fault for a second Generate press whose result was on its way (helper-49). First match wins.
+_TITLES = ((DuplicateRequest, "Already on its way"), (BusyError, "Busy"), (InputError, "Cannot use this input"),
+           (UnusablePromptAudio, "Cannot clone this prompt"), (RequestTimedOut, "Timed out"),
+           (SynthesisFailed, "Synthesis failed"), (ServiceStopping, "Stopping"),
+           (AdmissionError, "Not enough memory"))
+
+
+def _title(error: BaseException) -> str:
+    """The pop-up title for a refusal or failure (see ``_TITLES``); "Error" for anything else."""
+    return next((title for kind, title in _TITLES if isinstance(error, kind)), "Error")
 
 
 def _as_text(message: str) -> str:
@@ -164,7 +178,7 @@ class Handlers:
             lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
             drop_locals(e)
             raise gr.Error(_as_text(str(e)) if for_page else str(e), print_exception=False,
-                           duration=None if lasting else 10) from None
+                           duration=None if lasting else 10, title=_title(e)) from None
 
     def restart(self):
         """Replace the worker process. Returns the restart report as a dict (JSON), with
@@ -227,7 +241,8 @@ class Handlers:
                        f"{seconds_text(cooldown_s)} s (--restart-cooldown). Try again in {wait_s} s.")
             log.info("refused a restart: %s", message)
             # The pop-up closes when Restart is allowed again: "Try again in 9 s" stayed up past that.
-            raise gr.Error(message, print_exception=False, duration=max(1, min(wait_s, 3600)))
+            raise gr.Error(message, print_exception=False, duration=max(1, min(wait_s, 3600)),
+                           title="Please wait")
 
     def restart_ui(self):
         """The page's Restart: first what the restart waits for, then the report. Gradio's own
