@@ -76,7 +76,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 speaker = gr.Dropdown(label=I18N("speaker"), choices=[("", "")] + [(x, x) for x in speakers],
                                       value="", visible=bool(speakers), elem_id="speaker")
                 text = gr.Textbox(label=I18N("text"), lines=3, elem_id="text",
-                                  placeholder="Hello! This voice was cloned from a short recording.")
+                                  placeholder=I18N("text_placeholder"))
                 if facts.get("inline_tags"):
                     # Code spans: the tags are shown as typed, never rendered as HTML.
                     with gr.Row(elem_id="inline_tags"):

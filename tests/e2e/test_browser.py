@@ -242,6 +242,8 @@ def test_chinese_interface_follows_browser_language(browser, app):
     page = _page(browser, app, locale="zh-CN")
     page.get_by_text("重启应用").first.wait_for(timeout=10_000)
     assert page.locator("#generate").inner_text().strip() == "生成"
+    # The text box's example was English on the Chinese page (helper-49).
+    assert page.locator("#text textarea").get_attribute("placeholder").startswith("你好")
     _shot(page, "06-zh-CN")
 
 
