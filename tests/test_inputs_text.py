@@ -418,3 +418,24 @@ def test_unit_symbols_with_a_power_are_written_as_powers():
 def test_decimal_commas_are_points_where_nothing_else_is_meant(typed, cleaned):
     """"€1.234,56" was read "one point two three four, fifty six" (thirty-ninth newcomer session)."""
     assert clean_text(typed) == cleaned
+
+
+def test_emoticons_drawn_with_kana_are_left_out_with_a_note_not_refused_as_japanese():
+    """The shrug ¯\\_(ツ)_/¯ was refused as Japanese for the English voice (helper-49); read, it was
+    "macron backslash Japanese letter slash macron". Japanese words, in brackets or not, are still
+    refused, and brackets in formulas and temperatures stay."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    def build(text):
+        return build_request(text, None, None, None, 1.0, -1, max_text_chars=2000,
+                             capabilities=engine_capabilities("embedded"))
+
+    request, notes, _ = build("I do not know ¯\\_(ツ)_/¯. Ask her ヽ(´ー｀)ノ!")
+    assert request.text == "I do not know. Ask her!"
+    assert any("¯\\_(ツ)_/¯ (an emoticon)" in n and "ヽ(´ー｀)ノ (an emoticon)" in n for n in notes), notes
+    for japanese in ("こんにちは (hi)", "Say (こんにちは) now", "ツ is a letter"):
+        with pytest.raises(InputError, match="Japanese"):
+            build(japanese)
+    for kept in ("(a+b)*c equals f(x)", "It is (25°C) today"):
+        assert build(kept)[0].text == kept

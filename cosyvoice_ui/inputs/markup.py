@@ -61,6 +61,19 @@ _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Kaomoji: a run without spaces, with brackets, that draws with kana or these signs. The shrug
+# ¯\_(ツ)_/¯ was refused as Japanese for the English voice, and without that refusal was read
+# "macron backslash Japanese letter slash macron" (helper-49).
+_KAOMOJI_SIGNS = set("¯´`｀ಠω︶╯╰□━┻┳◕‿ᴗ▽∀≧≦＾・ﾉ") | {chr(c) for c in range(0x3040, 0x3100)}
+
+
+def _is_kaomoji(run: str) -> bool:
+    """True for a picture drawn in characters (``¯\\_(ツ)_/¯``, ``ヽ(´ー｀)ノ``, ``(╯°□°）╯``):
+    brackets, one of ``_KAOMOJI_SIGNS``, no digits, and no more letters than other characters."""
+    if not (set(run) & set("(（") and set(run) & set(")）") and set(run) & _KAOMOJI_SIGNS):
+        return False
+    letters = sum(ch.isalpha() for ch in run)
+    return not any(ch.isdigit() for ch in run) and letters * 2 <= len(run)
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
 # CSS read aloud (forty-second newcomer session). Removed with what is between their tags.
 _CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\1\s*>", re.S | re.I)
@@ -302,7 +315,18 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     # CRLF line ends (Windows, and what an API client sends as typed) hid every mark that must start
     # a line: fences, tables, rules and cue numbers were read (forty-fifth newcomer session).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    out = _COMMENT.sub(comment, text)
+
+    def kaomoji(m: re.Match) -> str:
+        space, word = m.group(1), m.group(2)
+        run = word.rstrip(".,!?;:。！？，；：")  # the sentence's own punctuation stays, after the word before
+        if not _is_kaomoji(run):
+            return m.group()
+        note(f"{run} (an emoticon)")
+        return word[len(run):] or space or " "
+
+    # First: Markdown would take the shrug's "_(ツ)_" for emphasis.
+    out = re.sub(r"([ \t]*)(\S+)", kaomoji, text)
+    out = _COMMENT.sub(comment, out)
 
     def declaration(m: re.Match) -> str:
         note(m.group().split()[0] + ">")
