@@ -34,6 +34,7 @@ class Settings:
     max_text_chars: int = 2000
     max_segment_chars: int = 200
     max_queue: int = 16
+    max_per_client: int | None = None  # requests one client may have waiting or running; None: half of max_queue
     request_timeout_s: float = 120.0
     restart_grace_s: float = 30.0  # how long Restart lets an in-flight request finish
     restart_cooldown_s: float = 30.0  # a user restart this soon after the last one ended is refused
@@ -74,6 +75,14 @@ class Settings:
     def temp_file_check_s(self) -> int:
         """How often expired temporary files are looked for: a sixth of the time-to-live, at most 10 min."""
         return max(1, min(600, int(self.temp_file_ttl_s // 6)))
+
+    @property
+    def per_client_limit(self) -> int | None:
+        """Requests one client may have waiting or running at once (``--max-per-client``; by
+        default half of ``--max-queue``, at least 1), or ``None`` for no limit (0)."""
+        if self.max_per_client is None:
+            return max(1, self.max_queue // 2)
+        return self.max_per_client or None
 
     @property
     def max_upload_bytes(self) -> int:
@@ -120,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="longer texts are split at sentence and clause boundaries into segments of at most this")
     p.add_argument("--max-queue", type=int, default=_env("max_queue", d.max_queue, check=int),
                    help="requests waiting for the worker before new ones get an immediate 'busy' answer")
+    p.add_argument("--max-per-client", type=int, default=_env("max_per_client", d.max_per_client, check=int),
+                   help="requests one client (a browser tab, a gradio_client.Client) may have waiting or running; "
+                        "default half of --max-queue; 0 = no limit")
     p.add_argument("--request-timeout", dest="request_timeout_s", type=_finite_float,
                    default=_env("request_timeout", d.request_timeout_s, check=_finite_float),
                    help="seconds a request may run in the worker before the worker is restarted")
@@ -349,6 +361,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("max_text_chars", "max_segment_chars", "max_queue", "leak_window"):
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
+    if values["max_per_client"] is not None and values["max_per_client"] < 0:
+        parser.error(f"--max-per-client must be 0 (no limit) or more, got {values['max_per_client']}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",
                  "temp_file_ttl_s", "gpu_log_max_mb"):
         if values[name] <= 0:

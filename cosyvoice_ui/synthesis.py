@@ -8,6 +8,7 @@ return value (one WAV) or into streamed chunks (``--stream``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -18,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
-from .errors import DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
+from .errors import BusyError, DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
 from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -81,6 +82,7 @@ class SynthesisService:
         self.admission = admission
         self._open_lock = threading.Lock()
         self._open: set[tuple] = set()  # (client id, the request's fields) waiting or running
+        self._open_per_client: collections.Counter = collections.Counter()  # client id -> requests open
 
     def speakers(self) -> tuple[str, ...]:
         """The loaded model's pretrained speakers (empty for engines without any)."""
@@ -115,10 +117,23 @@ class SynthesisService:
 
     @contextlib.contextmanager
     def _claim(self, key, text_chars: int = 0):
+        limit = self.settings.per_client_limit
         with self._open_lock:
             duplicate = key is not None and key in self._open
-            if not duplicate and key is not None:
+            open_before = 0 if key is None else self._open_per_client[key[0]]
+            over = not duplicate and limit is not None and open_before >= limit
+            if not duplicate and not over and key is not None:
                 self._open.add(key)
+                self._open_per_client[key[0]] += 1
+        if over:
+            # One tab pressing Generate with new texts, or one script, could fill the whole queue and
+            # leave every other visitor "busy"; a share per client keeps room for the others.
+            message = (f"You already have {open_before} requests waiting or running; each visitor may have "
+                       f"{limit} at a time (--max-per-client), so that others get a turn. Wait for one to "
+                       f"finish, then send this again.")
+            self.record_refusal("refused:busy", message, text_chars)
+            log.info("refused:busy: a client already had %d requests waiting or running", open_before)
+            raise BusyError(message)
         if duplicate:
             self.record_refusal("refused:duplicate", "the same client sent the same request again while it ran",
                                 text_chars)
@@ -131,6 +146,9 @@ class SynthesisService:
             if key is not None:
                 with self._open_lock:
                     self._open.discard(key)
+                    self._open_per_client[key[0]] -= 1
+                    if self._open_per_client[key[0]] <= 0:
+                        del self._open_per_client[key[0]]
 
     def _run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream):
         try:

@@ -8,6 +8,8 @@ first one completes; another client sending the same values is served normally.
 
 from __future__ import annotations
 
+import time
+
 from gradio_client import Client
 
 from .conftest import serving
@@ -112,3 +114,28 @@ def test_the_duplicate_pop_up_is_titled_as_a_result_on_its_way(tmp_path):
         refused = [m for m in completed if not m["success"]]
         assert len(refused) == 1 and "already being synthesized" in refused[0]["output"]["error"], completed
         assert refused[0]["output"]["title"] == "Already on its way", refused[0]
+
+
+def test_one_client_may_hold_only_its_share_of_the_queue(tmp_path):
+    """One tab or script sending new texts could fill the whole queue, and every other visitor got
+    "busy". Past --max-per-client open requests, that client is refused; others are still served."""
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--max-per-client", "2",
+                 env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        greedy, other = Client(app.url, verbose=False), Client(app.url, verbose=False)
+        jobs = [greedy.submit(text=f"sleep:1.5 request {i}", api_name="/synthesize") for i in range(4)]
+        time.sleep(1.0)  # all four reached the service
+        served_other = other.predict(text="sleep:0.1 someone else", api_name="/synthesize")[1]
+        results = []
+        for job in jobs:
+            try:
+                results.append(job.result(timeout=60)[1])
+            except Exception as e:  # noqa: BLE001
+                results.append(e)
+        refused = [r for r in results if isinstance(r, Exception)]
+        assert len(refused) == 2 and all("each visitor may have 2 at a time (--max-per-client)" in str(e)
+                                         for e in refused), results
+        assert served_other["audio_s"] > 0
+        # Its share is free again once its requests are done.
+        assert greedy.predict(text="sleep:0.1 later", api_name="/synthesize")[1]["audio_s"] > 0
+        status = other.predict(api_name="/status")
+        assert status["completed"] == 4, status
