@@ -3,15 +3,17 @@
 ``GET /gradio_api/heartbeat/{session_hash}`` checks no login in Gradio. It holds a stream open for
 anyone (eleventh newcomer session), and when it closes Gradio ends that session: unload
 events, session caches, pending streams. With ``--auth`` on, only a logged-in caller may open it;
-the page's own heartbeat sends the login cookie. ``/gradio_api/cancel`` gets the same check in
-:mod:`.precise_cancel`.
+the page's own heartbeat sends the login cookie. ``/gradio_api/stream/...`` (the page's streamed
+audio: HLS playlists and segments, and the stream's close) checks none either: with ``--auth`` on,
+a playlist URL from a proxy log played the synthesized speech to anyone (helper-51).
+``/gradio_api/cancel`` gets the same check in :mod:`.precise_cancel`.
 """
 
 from __future__ import annotations
 
 from .precise_cancel import logged_in
 
-_HEARTBEAT = "/gradio_api/heartbeat/"
+_UNCHECKED_ROUTES = ("/gradio_api/heartbeat/", "/gradio_api/stream/")
 
 
 class LoginRequired:
@@ -22,7 +24,8 @@ class LoginRequired:
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if _HEARTBEAT in path and not await logged_in(self.app, scope, path[path.rfind(_HEARTBEAT):]):
+        route = next((r for r in _UNCHECKED_ROUTES if r in path), None)
+        if route is not None and not await logged_in(self.app, scope, path[path.rfind(route):]):
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": b'{"detail":"Not authenticated"}'})

@@ -115,14 +115,16 @@ class RunningApp:
             [sys.executable, str(ROOT / "app.py"), "--port", str(self.port), "--device", "cpu", *flags],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
-    def wait_healthy(self, timeout_s: float = 120.0) -> dict:
+    def wait_healthy(self, timeout_s: float = 120.0, token: str | None = None) -> dict:
+        """``/healthz``'s status once it answers 200 (``token``: the app's --metrics-token)."""
         deadline = time.monotonic() + timeout_s
         last = None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"app exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
             try:
-                with urllib.request.urlopen(self.url + "healthz", timeout=2) as r:
+                with urllib.request.urlopen(urllib.request.Request(self.url + "healthz", headers=headers), timeout=2) as r:
                     return json.loads(r.read())
             except Exception as e:  # not up yet, or 503 while loading
                 last = e

@@ -48,6 +48,11 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
             assert _status(app.url + path) in (401, 404), path
         with pytest.raises(Exception):
             Client(app.url, verbose=False).predict(api_name="/restart")
+        # Nor the page's streamed audio (its playlist URL played the speech to anyone; helper-51).
+        for path in ("gradio_api/stream/somesession/0/18/playlist.m3u8", "gradio_api/stream/somesession/0/18/x.aac",
+                     "gradio_api/stream/somesession/0/18/playlist-file"):
+            assert _status(app.url + path) == 401, path
+        assert httpx.post(app.url + "gradio_api/stream/someevent/close").status_code == 401
         # The page's heartbeat stream needs the login too (Gradio's own route checks none).
         with httpx.Client(base_url=app.url, timeout=10) as browser:
             assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200

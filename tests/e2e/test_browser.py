@@ -365,16 +365,23 @@ def test_2000_character_text_gives_complete_audio(browser, app):
 
 def test_cosyvoice_streaming_plays_in_the_page(browser, tmp_path):
     """--stream with the CosyVoice stand-in: the audio player gets a stream while the request runs,
-    the stats say the mode, and the speaker dropdown and inline-tag help are on the page."""
+    the stats say the mode, and the speaker dropdown and inline-tag help are on the page. With
+    --auth: the stream's routes ask for the login (helper-51), which the logged-in page sends."""
     from ..conftest import RunningApp
     from ..cosyvoice_model import STANDIN_REPO, make_model_dir
 
     model = make_model_dir(tmp_path / "model", 3, speakers=("中文女",))
     app = RunningApp("--engine", "cosyvoice", "--model-dir", str(model), "--cosyvoice-repo", str(STANDIN_REPO),
-                     "--stream")
+                     "--stream", "--auth", "alice:pw-for-the-stream", "--metrics-token", "tok")
     try:
-        app.wait_healthy(120)
-        page = _page(browser, app)
+        app.wait_healthy(120, token="tok")
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(app.url)
+        page.locator("input[type=password]").wait_for(timeout=30_000)
+        page.locator("input[type=text]").first.fill("alice")
+        page.locator("input[type=password]").fill("pw-for-the-stream")
+        page.get_by_role("button", name=re.compile("login", re.I)).click()
+        page.wait_for_selector("#generate", timeout=30_000)
         assert "[breath]" in page.locator("#inline_tags").inner_text()
         page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "cv_zero_shot_prompt.wav"))
         page.locator("#prompt_text textarea").fill("希望你以后能够做的比我还好呦。")
