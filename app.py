@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, end_streams
+    from cosyvoice_ui.slow_clients import DeadlineH11Protocol
     from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
 
     try:
@@ -215,8 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         log.info("ready: open http://%s:%d in a browser", f"[{host}]" if ":" in host and not host.startswith("[") else host,
                  settings.port)
 
+    DeadlineH11Protocol.configure(settings.read_timeout_s)
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                            timeout_graceful_shutdown=5), drain, stopped, listening,
+                                            timeout_graceful_shutdown=5, http=DeadlineH11Protocol),
+                            drain, stopped, listening,
                             end_streams=lambda: end_streams(app),
                             abort=lambda: supervisor.kill_worker("ended by the app on a second Ctrl-C"))
     interrupted = False

@@ -6,13 +6,14 @@ its whole traceback, about 100 lines. Several Gradio routes raise on input a cli
 leaves mid-upload), so a client repeating such a request could write megabytes of log per minute
 (second and third newcomer sessions). Here:
 
-- a client that leaves while sending its body (Starlette's ``ClientDisconnect``) is one line;
+- a client that leaves while sending its body (Starlette's ``ClientDisconnect``) is one line, at
+  most one a minute with a count (a flood of dropped uploads wrote a line each; helper-51);
 - a 4xx ``HTTPException`` raised after the response started (Gradio's result stream for an event
   id it no longer knows, which a client reading a result twice gets: the client was already sent
   the error) is one line; it logged a 90-line traceback (sixteenth newcomer session);
 - any other error that escapes is logged with its traceback the first time its kind is seen
-  (exception type and the line that raised it) and as one line with a count after that, so a
-  real bug still shows its traceback once; the client gets a plain 500.
+  (exception type and the line that raised it) and after that as one line a minute per kind,
+  with a count, so a real bug still shows its traceback once; the client gets a plain 500.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import traceback
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from .log_throttle import OncePerMinute
+
 log = logging.getLogger(__name__)
+_client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")
 
 MAX_KINDS = 1000  # distinct error kinds remembered; beyond this each gets one line without traceback
 
@@ -34,6 +38,7 @@ class QuietRequestErrors:
     def __init__(self, app) -> None:
         self.app = app
         self.seen: dict[tuple[str, str, int], int] = {}
+        self.repeats: dict[tuple[str, str, int] | None, OncePerMinute] = {}
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -50,7 +55,7 @@ class QuietRequestErrors:
         try:
             await self.app(scope, receive, send_tracking)
         except ClientDisconnect:
-            log.info("a client left in the middle of %s %s", scope.get("method"), scope.get("path"))
+            _client_left.note(scope.get("method"), scope.get("path"))
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
             client_error = _client_error(e)
             if client_error is not None:
@@ -74,8 +79,12 @@ class QuietRequestErrors:
         if count == 1:
             log.error("error while serving %s (traceback shown once per kind of error):", request, exc_info=error)
         else:
-            log.warning("error while serving %s: %s: %.200s (kind seen %d times; traceback logged the first time)",
-                        request, type(error).__name__, error, count)
+            repeats = self.repeats.get(kind)
+            if repeats is None:  # past MAX_KINDS, the kinds not remembered share one
+                repeats = self.repeats.setdefault(kind if len(self.repeats) < MAX_KINDS else None, OncePerMinute(
+                    log, logging.WARNING, "error while serving %s: %s: %.200s (kind seen %d times; traceback logged "
+                                          "the first time)"))
+            repeats.note(request, type(error).__name__, error, count)
 
     @staticmethod
     async def _finish(send, started: bool, status: int = 500, body: str = "Internal Server Error") -> None:

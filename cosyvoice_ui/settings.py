@@ -54,6 +54,7 @@ class Settings:
     auth: str | None = None  # "user:password"
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
+    read_timeout_s: float = 30.0  # a client's request head must arrive, and its body may pause, this long
     temp_file_ttl_s: float = 3600.0  # uploads and results are deleted this long after they were written
     # CosyVoice engine (--engine cosyvoice)
     model_dir: str | None = None
@@ -183,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bearer token required for /metrics and /healthz (open when not set)")
     p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb, check=_finite_float),
                    help="largest prompt audio file accepted, in MiB (Gradio refuses larger uploads)")
+    p.add_argument("--read-timeout", dest="read_timeout_s", type=_finite_float,
+                   default=_env("read_timeout", d.read_timeout_s, check=_finite_float),
+                   help="seconds a client may take to send a request's headers, or pause while sending its body, "
+                        "before its connection is closed")
     p.add_argument("--temp-file-ttl", dest="temp_file_ttl_s", type=_finite_float,
                    default=_env("temp_file_ttl", d.temp_file_ttl_s, check=_finite_float),
                    help="seconds after which uploaded prompts and result files are deleted")
@@ -364,7 +369,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     if values["max_per_client"] is not None and values["max_per_client"] < 0:
         parser.error(f"--max-per-client must be 0 (no limit) or more, got {values['max_per_client']}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",
-                 "temp_file_ttl_s", "gpu_log_max_mb"):
+                 "temp_file_ttl_s", "gpu_log_max_mb", "read_timeout_s"):
         if values[name] <= 0:
             flag = "--" + name.removesuffix("_s").replace("_", "-")
             parser.error(f"{flag} must be positive, got {values[name]:g}")
@@ -462,7 +467,7 @@ def seconds_text(value: float) -> str:
 # decoded prompt audio in the web process.
 _MAX_DURATION_S = 30 * 86400
 _DURATIONS = ("request_timeout_s", "restart_grace_s", "restart_cooldown_s", "worker_start_timeout_s",
-              "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s")
+              "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s", "read_timeout_s")
 _MIN_MONITOR_INTERVAL_S = 0.1
 _SMALL_GPU_LOG_MB = 1  # about 2.6 hours per file at one sample a second
 _GPU_LOG_LINE_BYTES = 111  # one sample, one GPU (format_dmon_line measured on this machine)

@@ -1,0 +1,121 @@
+"""HTTP connections that stall are closed, and a flood of connections is turned away at the door.
+
+uvicorn closes an idle keep-alive connection after a response (``timeout_keep_alive``), but sets
+no deadline on a connection that never sends a whole request head, nor on a body that stops
+midway. Such connections stayed open for good: 10,500 half-sent uploads held 14,813 file handles
+(a socket and a temporary file each) until the web process hit its open-file limit, and then
+every accept failed and asyncio logged 16,384 tracebacks in seconds (helper-51).
+
+:class:`DeadlineH11Protocol` is uvicorn's own h11 protocol (``uvicorn.Config(http=...)``, the
+documented way to choose one) with two additions:
+
+- a read deadline: a request head must arrive whole within ``read_timeout_s`` of the connection
+  (or of its first byte after a response), and a body may pause for at most ``read_timeout_s``
+  between bytes; past it the connection is closed (the app sees a client disconnect). A pause
+  that is the server's own (uvicorn stopped reading because the app has not taken the bytes
+  yet) does not count.
+- a connection limit: beyond ``max_connections`` open connections (:func:`connection_limit`) a
+  new one is answered 503 and closed at once, so the process keeps file handles for its own
+  files, the worker's pipes and the clients already served.
+
+Both log at most one line a minute, with a count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .log_throttle import OncePerMinute
+
+log = logging.getLogger(__name__)
+
+_BUSY_BODY = b"Too many open connections to this server; try again in a moment."
+_BUSY_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                  b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+
+
+def connection_limit() -> int:
+    """Open connections allowed: a third of the file handles the process has left under its soft
+    open-file limit (``RLIMIT_NOFILE``), at least 32 and at most 8192. A connection holds up to two
+    (its socket, and a temporary file while it uploads); the rest stay for logs and the worker."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 8192
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc (not Linux)
+        in_use = 64
+    return max(32, min(8192, (soft - in_use) // 3))
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a read deadline and a connection limit (see the module).
+
+    Configure the class before the server starts: ``DeadlineH11Protocol.configure(30.0)``.
+    """
+
+    read_timeout_s: float = 30.0
+    max_connections: int = 8192
+    _stalled = OncePerMinute(log, logging.WARNING, "closed a connection from %s that sent no whole request within %g s")
+    _turned_away = OncePerMinute(log, logging.WARNING, "turned away a connection: %d are open (limit %d, from the "
+                                                       "open-file limit)")
+
+    @classmethod
+    def configure(cls, read_timeout_s: float, max_connections: int | None = None) -> None:
+        """Set the deadline (seconds) and the connection limit (default :func:`connection_limit`)."""
+        cls.read_timeout_s = read_timeout_s
+        cls.max_connections = connection_limit() if max_connections is None else max_connections
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._deadline: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            self._turned_away.note(len(self.connections) - 1, self.max_connections)
+            transport.write(_BUSY_RESPONSE)
+            transport.close()
+            return
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            self._arm()  # a body may pause read_timeout_s between bytes
+        elif state is h11.IDLE:
+            if self._deadline is None:  # part of a head: it has read_timeout_s from its first byte
+                self._arm()
+        else:  # the request is whole (or the connection switched protocol): the app has it now
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        self._disarm()  # idle until the next request: uvicorn's keep-alive timeout applies
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.read_timeout_s, self._expired)
+
+    def _disarm(self) -> None:
+        if getattr(self, "_deadline", None) is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+            return
+        if self.flow is not None and self.flow.read_paused:
+            self._arm()  # the app has not taken the bytes yet: the wait is the server's, not the client's
+            return
+        self._stalled.note(self.client[0] if self.client else "an unknown address", self.read_timeout_s)
+        self.transport.close()
