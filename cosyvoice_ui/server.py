@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
+import tempfile
 
 import fastapi
 import gradio as gr
@@ -20,7 +22,7 @@ from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
-from .temp_files import start_upload_sweeper
+from .temp_files import CLAIM_FILE, start_upload_sweeper
 from .request_size_limit import RequestSizeLimit
 from .rest_results import OneReaderPerResult
 from .ui import atomic_audio_cache
@@ -86,7 +88,10 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)
     auth = LoginCheck(*settings.auth.split(":", 1), on_failure=metrics.failed_logins.inc) if settings.auth else None
-    mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth,
+    # The temporary folder's claim file (temp_files.claim_folder) lies in Gradio's upload area, from
+    # which /gradio_api/file= serves: it gave anyone the web process's pid (helper-51).
+    claim_file = os.path.join(os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir(), CLAIM_FILE)
+    mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth, blocked_paths=[claim_file],
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
                                footer_links=["api"], css=PAGE_CSS, js=PAGE_JS,

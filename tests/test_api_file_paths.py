@@ -96,6 +96,17 @@ def test_file_route_serves_nothing_outside_gradio_cache(app, target):
     assert b"RIFF" not in body[:4] and b"argparse" not in body
 
 
+def test_the_temp_folders_claim_file_is_not_served(app):
+    """The lock that keeps a second copy off the folder lies in the upload area; the file route
+    served it, the web process's pid, to anyone (helper-51)."""
+    claim = app.temp_dir / ".cosyvoice_ui.lock"
+    assert claim.is_file()
+    for path in (str(claim), f"{app.temp_dir}/x/../.cosyvoice_ui.lock"):
+        status, body = gh.http_get(app.url + "gradio_api/file=" + urllib.parse.quote(path))
+        assert status in (403, 404), (path, status, body[:200])
+        assert str(app.proc.pid).encode() not in body
+
+
 def test_uploads_still_work_and_server_keeps_serving(app):
     """After the attempts above: an uploaded real prompt is synthesized, /healthz is 200."""
     client = Client(app.url, verbose=False)
