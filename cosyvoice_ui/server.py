@@ -17,6 +17,7 @@ from .engines import engine_capabilities
 from .http_errors import QuietRequestErrors
 from .login_check import LoginCheck, LoginClientAddress
 from .login_required import LoginRequired
+from .loopback_host import LoopbackHostOnly, is_loopback
 from .precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
@@ -52,7 +53,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)
-    app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log (outermost)
+    app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
+    if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
+        app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
 
     def token_ok(request: fastapi.Request) -> bool:
         if not settings.metrics_token:

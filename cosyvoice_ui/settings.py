@@ -52,6 +52,7 @@ class Settings:
     restart_on_leak: bool = True
     memory_reserve: float = 0.10
     auth: str | None = None  # "user:password"
+    allowed_hosts: tuple[str, ...] = ()  # host names answered besides loopback ones, when serving on loopback
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
     read_timeout_s: float = 30.0  # a client's request head must arrive, and its body may pause, this long
@@ -115,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=_env("host", d.host),
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
+    hosts_from_env = _env("allowed_hosts", None)
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append",
+                   default=None if hosts_from_env is None else hosts_from_env.split(","),
+                   help="with --host a loopback address, a host name the app answers to besides localhost, 127.0.0.1 "
+                        "and [::1] (a reverse proxy that passes its own name); repeat for more, or set "
+                        "COSYVOICE_UI_ALLOWED_HOSTS to names separated by commas")
     p.add_argument("--port", type=_port, default=_env("port", d.port, check=_port), help="TCP port to serve on")
     p.add_argument("--engine", default=_env("engine", d.engine),
                    help="synthesis engine: embedded (Piper + WORLD; PyTorch on CUDA, ONNX Runtime on the CPU), "
@@ -420,6 +427,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"], from_env)
     _warn_about_self_defeating_limits(values, from_env)
     _warn_about_engine_flags(values, from_env)
+    values["allowed_hosts"] = tuple(h.strip().lower() for h in values["allowed_hosts"] or () if h.strip())
     return Settings(**values)
 
 

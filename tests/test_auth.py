@@ -105,6 +105,27 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
         log = app.log_path.read_text()
         assert ("reachable from the network, without authentication" in log) == warns, log
         assert ("/healthz and /metrics are open to it (see --metrics-token)" in log) == warns, log
+        # On loopback, a request naming a foreign host (a page that rebound its DNS name to
+        # 127.0.0.1) is refused; helper-51's got 200 and CORS headers for that origin.
+        foreign = httpx.post(app.url + "gradio_api/call/status", json={"data": []},
+                             headers={"Host": f"evil.example:{app.port}", "Origin": f"http://evil.example:{app.port}"})
+        if warns:  # serving the network: its names are not known here
+            assert foreign.status_code == 200, foreign.text
+        else:
+            assert foreign.status_code == 403 and "--allowed-host" in foreign.json()["detail"], foreign.text
+        for host in (f"localhost:{app.port}", f"127.0.0.1:{app.port}"):
+            assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == 200
+    finally:
+        app.stop()
+
+
+def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--allowed-host", "voices.example.org")
+    try:
+        app.wait_healthy()
+        assert httpx.get(app.url + "config", headers={"Host": "voices.example.org"}).status_code == 200
+        assert httpx.get(app.url + "config", headers={"Host": "other.example.org"}).status_code == 403
     finally:
         app.stop()
 
