@@ -129,8 +129,16 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
     queued = sorted({fn.api_name for fn in demo.fns.values() if fn.queue and fn.api_name})
     private = sorted({fn.api_name for fn in demo.fns.values() if fn.api_visibility == "private" and fn.api_name})
 
+    public = _public_endpoints(demo)
+
     def refuse(request: fastapi.Request) -> JSONResponse:
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        if name in private and name not in _API_TWINS:
+            # Told to "use POST /gradio_api/call/lambda", the very call refused (helper-51).
+            return JSONResponse({"error": (
+                f"POST {request.url.path} is not served: {name!r} is one of the page's own events, not an API "
+                f"endpoint. The endpoints are {', '.join(public)} (their parameters: GET /gradio_api/info).")},
+                status_code=404)
         name = "/" + _API_TWINS.get(name, name)
         return JSONResponse({"error": (
             f"POST {request.url.path} is not served: it is a direct call that skips the queue, or one of the "
@@ -144,6 +152,11 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
     for path in paths:
         for variant in (path, path + "/"):
             app.add_api_route(variant, refuse, methods=["POST"], include_in_schema=False)
+
+
+def _public_endpoints(demo: gr.Blocks) -> list[str]:
+    """The API's endpoint names, as ``api_name`` takes them: ``["/free_cache", "/restart", ...]``."""
+    return sorted({f"/{fn.api_name}" for fn in demo.fns.values() if fn.api_name and fn.api_visibility == "public"})
 
 
 def _gradio_apps(app: fastapi.FastAPI) -> list[gradio.routes.App]:
@@ -172,8 +185,7 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
     that exist."""
     from gradio.route_utils import FnIndexInferError
 
-    public = sorted({f"/{fn.api_name}" for fn in demo.fns.values()
-                     if fn.api_name and fn.api_visibility == "public"})
+    public = _public_endpoints(demo)
 
     async def unknown(request: fastapi.Request, error: Exception):
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
@@ -184,9 +196,17 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
 
     async def unknown_keyword_call(request: fastapi.Request, error: Exception):
         # The keyword route looks the name up in its API info: a KeyError there, a 500 as well.
-        if request.method != "POST" or "/call/v2/" not in request.url.path:
-            raise error
-        return await unknown(request, error)
+        if request.method == "POST" and "/call/v2/" in request.url.path:
+            return await unknown(request, error)
+        # An fn_index that no event has (queue/join, run): Gradio's dict lookup, a bare 500 (helper-51).
+        path = request.url.path.rstrip("/")
+        if request.method == "POST" and (path.endswith("/queue/join") or "/run/" in path or "/api/" in path):
+            key = repr(error.args[0])[:50] if error.args else "?"
+            log.info("refused %s %s: no event has fn_index %s", request.method, path[:200], key)
+            return JSONResponse({"error": f"No event has fn_index {key}. Call the "
+                                          f"endpoints by name: {', '.join(public)} (their parameters: GET "
+                                          f"/gradio_api/info)."}, status_code=404)
+        raise error
 
     for gradio_app in _gradio_apps(app):
         gradio_app.add_exception_handler(FnIndexInferError, unknown)

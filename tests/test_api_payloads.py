@@ -277,3 +277,30 @@ def test_a_misspelled_endpoint_is_named_not_a_bare_500(app, path):
     r = httpx.post(app.url + path, json={"data": ["Hello."]}, timeout=30)
     assert r.status_code == 404, (r.status_code, r.text)
     assert "No API endpoint is named" in r.text and "/synthesize" in r.text, r.text
+
+
+@pytest.mark.parametrize("path,body", [
+    ("gradio_api/queue/join", {"data": [], "fn_index": 999, "session_hash": "x"}),
+    ("gradio_api/queue/join", {"data": [], "fn_index": -1, "session_hash": "x"}),
+    ("gradio_api/run/status", {"data": [], "fn_index": 99}),
+])
+def test_an_unknown_fn_index_is_named_not_a_bare_500(app, path, body):
+    """Gradio's dict lookup of an fn_index no event has answered a bare 500 (helper-51)."""
+    r = httpx.post(app.url + path, json=body, timeout=30)
+    assert r.status_code == 404, (r.status_code, r.text)
+    assert f"No event has fn_index {body['fn_index']}" in r.text and "/synthesize" in r.text, r.text
+
+
+def test_a_page_event_without_an_api_twin_is_not_offered_as_the_way(app):
+    """"POST /gradio_api/call/lambda is not served ... use POST /gradio_api/call/lambda" (helper-51)."""
+    private = [name for name in _private_event_names(app) if name not in ("synthesize_page", "restart_ui",
+                                                                          "free_cache_ui", "refresh_monitor")]
+    assert private, "the page has events without an API twin (the memory timer's)"
+    r = httpx.post(app.url + f"gradio_api/call/{private[0]}", json={"data": []}, timeout=30)
+    assert r.status_code == 404 and "one of the page's own events, not an API endpoint" in r.text, r.text
+    assert f"/gradio_api/call/{private[0]} with" not in r.text and "/synthesize" in r.text, r.text
+
+
+def _private_event_names(app) -> list[str]:
+    config = httpx.get(app.url + "config", timeout=30).json()
+    return [d["api_name"] for d in config["dependencies"] if d.get("api_name") and d.get("api_visibility") == "private"]
