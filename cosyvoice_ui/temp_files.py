@@ -99,11 +99,13 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
             folders = sum(path.endswith(os.sep) for path in deleted)
             # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
             # and with a short --temp-file-ttl they were most of the log, called "abandoned partial
-            # uploads" (forty-fourth newcomer session). Files left behind are worth a line.
+            # uploads" (forty-fourth newcomer session). Files are worth a line, but most are uploads and
+            # results whose time ran out, found here before Gradio's own sweep: blaming disconnected
+            # clients and a killed app sent an operator looking for a crash (helper-50).
             if len(deleted) > folders:
-                log.info("temporary files: deleted %d file(s) older than --temp-file-ttl (%.0f s) that Gradio left "
-                         "behind (partial uploads of clients that disconnected, files of a killed app), and %d empty "
-                         "folder(s)", len(deleted) - folders, ttl_s, folders)
+                log.info("temporary files: deleted %d file(s) older than --temp-file-ttl (%.0f s): uploads and results "
+                         "whose time ran out, and any partial uploads; and %d empty folder(s)",
+                         len(deleted) - folders, ttl_s, folders)
             elif folders:
                 log.debug("temporary files: deleted %d empty folder(s) Gradio left behind", folders)
 
