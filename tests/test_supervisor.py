@@ -558,6 +558,23 @@ def test_free_cache_says_when_its_worker_was_replaced_meanwhile(fault_supervisor
     assert "replaced_pid" not in report
 
 
+def test_while_unloaded_the_device_is_the_one_the_last_worker_resolved(tmp_path, monkeypatch):
+    """Refusals while no worker was loaded were ledgered with device "auto", which the next
+    start's read-back left out as another device (helper-50)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "auto", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
+    try:
+        assert sup.wait_ready(60)
+        resolved = sup.status()["device"]
+        assert resolved == "cpu"
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+        assert sup.status()["device"] == resolved
+        sup.ledger.add_event(sup.engine, sup.status()["device"], "refused:input", "a refusal while unloaded")
+        assert sup.ledger.records()[-1].device == resolved
+    finally:
+        sup.stop()
+
+
 def test_idle_unload_frees_the_worker_and_reloads_on_demand(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()

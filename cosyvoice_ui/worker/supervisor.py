@@ -145,6 +145,10 @@ class Supervisor:
         self.engine_options = dict(engine_options or {})
         self.empty_cache_after_request = empty_cache_after_request
         self.device = device
+        # The device the last worker resolved ("auto" -> "cpu"): while no worker is loaded (idle
+        # unload), refusals were ledgered as "auto", which the next start's read-back counted as
+        # another device (helper-50).
+        self.last_device: str | None = None
         self.fp16 = fp16
         self.max_queue = max_queue
         self.request_timeout_s = request_timeout_s
@@ -367,7 +371,7 @@ class Supervisor:
                 "state": state,
                 "pid": w.process.pid if w else None,
                 "engine": self.engine,
-                "device": (ready.facts.get("device") if ready else None) or self.device,
+                "device": (ready.facts.get("device") if ready else None) or self.last_device or self.device,
                 "dtype": ready.facts.get("dtype") if ready else None,
                 "engine_facts": dict(ready.facts) if ready else {},
                 "load_s": round(ready.load_s, 3) if ready else None,
@@ -592,6 +596,7 @@ class Supervisor:
             return None
         if isinstance(m, msg.Ready):
             w.ready = m
+            self.last_device = m.facts.get("device") or self.last_device
             w.memory = m.memory
             w.last_heartbeat_at = time.monotonic()
             w.cpu_s_at_heartbeat = _cpu_seconds(w.process.pid)
@@ -1033,7 +1038,7 @@ class Supervisor:
         segments = request.segments or (request.text,)
         with self._lock:
             w = self._worker
-            device = (w.ready.facts.get("device") if (w and w.ready) else None) or self.device
+            device = (w.ready.facts.get("device") if (w and w.ready) else None) or self.last_device or self.device
         with self._lock:
             self._last_outcome = outcome
         self.ledger.add(LedgerRecord(
