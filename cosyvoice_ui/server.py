@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
+from .expired_files import ExpiredFiles
 from .http_errors import QuietRequestErrors
 from .login_check import LoginCheck, LoginClientAddress
 from .login_required import LoginRequired
@@ -24,6 +25,7 @@ from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import CLAIM_FILE, start_upload_sweeper
+from .temp_space import TempSpace, UploadSpace
 from .request_size_limit import RequestSizeLimit
 from .rest_results import OneReaderPerResult
 from .ui import atomic_audio_cache
@@ -43,7 +45,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     """
     admission = Admission(supervisor.ledger,
                           available_memory(supervisor.status, monitor.nvml.read, settings.memory_reserve))
-    handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission)
+    temp_space = TempSpace(os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir(), settings.temp_reserve_bytes)
+    handlers = Handlers(settings, supervisor, monitor, engine_capabilities(settings.engine), admission,
+                        temp_space=temp_space)
     # No FastAPI schema (here or in Gradio's mounted app, app_kwargs below): /openapi.json listed
     # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
@@ -53,6 +57,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)
+    app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
+    app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)

@@ -55,6 +55,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()  # host names answered besides loopback ones, when serving on loopback
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
+    temp_reserve_mb: float | None = None  # uploads leaving less free in the temp folder are refused; None: 2 x upload, >= 64
     read_timeout_s: float = 30.0  # a client's request head must arrive, and its body may pause, this long
     temp_file_ttl_s: float = 3600.0  # uploads and results are deleted this long after they were written
     # CosyVoice engine (--engine cosyvoice)
@@ -85,6 +86,13 @@ class Settings:
         if self.max_per_client is None:
             return max(1, self.max_queue // 2)
         return self.max_per_client or None
+
+    @property
+    def temp_reserve_bytes(self) -> int:
+        """Free space kept in the temporary folder (``--temp-reserve-mb``; by default twice
+        ``--max-upload-mb``, at least 64 MiB): uploads that would leave less are refused."""
+        mb = max(64.0, 2 * self.max_upload_mb) if self.temp_reserve_mb is None else self.temp_reserve_mb
+        return int(mb * 2**20)
 
     @property
     def max_upload_bytes(self) -> int:
@@ -191,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bearer token required for /metrics and /healthz (open when not set)")
     p.add_argument("--max-upload-mb", type=_finite_float, default=_env("max_upload_mb", d.max_upload_mb, check=_finite_float),
                    help="largest prompt audio file accepted, in MiB (Gradio refuses larger uploads)")
+    p.add_argument("--temp-reserve-mb", type=_finite_float,
+                   default=_env("temp_reserve_mb", d.temp_reserve_mb, check=_finite_float),
+                   help="MiB kept free in the temporary folder: uploads that would leave less are refused with 507 "
+                        "(default twice --max-upload-mb, at least 64)")
     p.add_argument("--read-timeout", dest="read_timeout_s", type=_finite_float,
                    default=_env("read_timeout", d.read_timeout_s, check=_finite_float),
                    help="seconds a client may take to send a request's headers, or pause while sending its body, "
@@ -373,6 +385,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     for name in ("max_text_chars", "max_segment_chars", "max_queue", "leak_window"):
         if values[name] < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {values[name]}")
+    if values["temp_reserve_mb"] is not None and values["temp_reserve_mb"] < 0:
+        parser.error(f"--temp-reserve-mb must be 0 or more, got {values['temp_reserve_mb']:g}")
     if values["max_per_client"] is not None and values["max_per_client"] < 0:
         parser.error(f"--max-per-client must be 0 (no limit) or more, got {values['max_per_client']}")
     for name in ("request_timeout_s", "restart_grace_s", "worker_start_timeout_s", "monitor_interval_s", "max_upload_mb",

@@ -61,3 +61,20 @@ def test_identical_combined_stream_files_are_replaced_too(tmp_path):
     wav = processing_utils.save_bytes_to_cache(b"RIFF\x00\x00\x00\x00WAVE" + bytes(100), "audio", str(tmp_path))
     assert os.path.basename(wav) == "audio.wav", wav
     assert not list(tmp_path.rglob(".partial-*"))
+
+
+def test_a_result_link_past_its_time_says_so_without_the_servers_path(tmp_path):
+    """A result downloaded after --temp-file-ttl got 403 "File not allowed: /tmp/.../audio.wav":
+    "not allowed" for a file that expired, and the server's path to anyone (helper-50)."""
+    temp_dir = tmp_path / "gradio_tmp"
+    with serving("--engine", "tests.fault_engines:FaultEngine",
+                 env={"GRADIO_TEMP_DIR": str(temp_dir), "FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        event, data = gh.call(app.url, "synthesize", text=TEXT)
+        result = json.loads(data)[0]
+        assert gh.http_get(result["url"])[0] == 200
+        os.remove(result["path"])  # as the sweeper does after --temp-file-ttl
+        status, body = gh.http_get(result["url"])
+        assert status == 404 and b"no longer on the server" in body and b"--temp-file-ttl" in body, body
+        assert str(temp_dir).encode() not in body
+        # Paths outside the temporary folder keep Gradio's answer.
+        assert gh.http_get(app.url + "gradio_api/file=/etc/passwd")[0] == 403

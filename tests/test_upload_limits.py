@@ -117,3 +117,21 @@ def test_server_keeps_working_with_a_prompt_under_the_limit(app):
     audio_path, stats = client.predict(text="Hello there.", prompt_audio=handle_file(str(path)), api_name="/synthesize")
     assert stats["prompt_s"] > 3.0 and stats["audio_s"] > 0.5
     assert gh.http_get(app.url + "healthz")[0] == 200
+
+
+def test_uploads_are_refused_with_a_message_when_the_temp_folder_has_no_room(tmp_path):
+    """A full temporary folder made every upload a bare 500 while /healthz said "ok" (helper-50).
+    Below --temp-reserve-mb free (here: more than any disk has) an upload is refused with 507 and
+    why; /healthz says degraded, /metrics counts it, and requests without an upload still run."""
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--temp-reserve-mb", "100000000",
+                 env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        prompt = PROMPTS_DIR / "xtts_male.wav"
+        r = httpx.post(app.url + "gradio_api/upload", files={"files": (prompt.name, prompt.read_bytes(), "audio/wav")},
+                       timeout=30)
+        assert r.status_code == 507, (r.status_code, r.text)
+        assert "no room for uploads now" in r.json()["detail"] and "--temp-reserve-mb" in r.json()["detail"]
+        health = httpx.get(app.url + "healthz", timeout=10).json()
+        assert health["status"] == "degraded" and health["uploads_refused_for_space"] == 1, health
+        assert health["temp_folder_free_bytes"] > 0 and "no room" in health["temp_folder_error"]
+        assert "cosyvoice_ui_uploads_refused_for_space_total 1.0" in httpx.get(app.url + "metrics", timeout=10).text
+        assert Client(app.url, verbose=False).predict(text="no prompt needed", api_name="/synthesize")[1]["audio_s"] > 0

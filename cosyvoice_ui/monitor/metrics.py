@@ -100,6 +100,15 @@ class _StateCollector:
         lost = CounterMetricFamily(f"{PREFIX}_gpu_log_write_errors", "Memory samples that could not be written to --gpu-log")
         lost.add_metric([], status.get("gpu_log_write_errors", 0))
         yield lost
+        if status.get("temp_folder_free_bytes") is not None:
+            free = GaugeMetricFamily(f"{PREFIX}_temp_folder_free_bytes", "Free space in the temporary folder (uploads, "
+                                                                          "results)")
+            free.add_metric([], status["temp_folder_free_bytes"])
+            yield free
+        refused = CounterMetricFamily(f"{PREFIX}_uploads_refused_for_space", "Uploads refused because the temporary "
+                                                                             "folder had no room (--temp-reserve-mb)")
+        refused.add_metric([], status.get("uploads_refused_for_space", 0))
+        yield refused
         state = GaugeMetricFamily(f"{PREFIX}_worker_state", "1 for the worker's current state", labels=["state"])
         state.add_metric([status.get("state", "unknown")], 1)
         yield state

@@ -25,6 +25,7 @@ from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
 from ..synthesis import SynthesisService
+from ..temp_space import TempSpace
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
 
@@ -76,8 +77,10 @@ def _session(request: gr.Request | None) -> str | None:
 
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
-                 capabilities: Capabilities, admission: Admission | None = None) -> None:
+                 capabilities: Capabilities, admission: Admission | None = None,
+                 temp_space: TempSpace | None = None) -> None:
         self.settings = settings
+        self.temp_space = temp_space
         self.supervisor = supervisor
         self.monitor = monitor
         self.capabilities = capabilities
@@ -288,6 +291,10 @@ class Handlers:
         sample = self.monitor.latest()
         status["nvml_error"] = self.monitor.nvml_error
         status.update(self.monitor.gpu_log_status)
+        if self.temp_space is not None:
+            status.update(self.temp_space.status())
+            if status["temp_folder_error"]:  # uploads are refused: the service cannot clone voices
+                status["degraded"] = True
         if sample is not None:
             status["gpus"] = [
                 {"index": g.index, "name": g.name, "used_bytes": g.used_bytes, "total_bytes": g.total_bytes,

@@ -1,0 +1,50 @@
+"""ASGI middleware: a result or upload link whose file was deleted after ``--temp-file-ttl`` says so.
+
+Gradio answers ``GET /gradio_api/file=<path>`` for a file it no longer has with 403 ``File not
+allowed: /tmp/.../audio.wav``: "not allowed" for a file that merely expired, and the server's
+absolute temporary path to anyone (helper-50, downloading a result from a tab left open past the
+time-to-live). A path inside the temporary folder that no longer exists is answered 404 with how
+long files are kept and what to do; other paths go to Gradio as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .temp_files import upload_ttl_text
+
+_FILE_ROUTE = "/gradio_api/file="
+
+
+class ExpiredFiles:
+    """Pure ASGI middleware; see the module docstring.
+
+    Args:
+        app: the ASGI app inside.
+        folder: ``$GRADIO_TEMP_DIR``, where Gradio keeps uploads and results.
+    """
+
+    def __init__(self, app, folder: str) -> None:
+        self.app, self.folder = app, os.path.realpath(folder)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            raw = scope.get("path", "")
+            at = raw.find(_FILE_ROUTE)
+            if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]):  # the scope's path is decoded already
+                body = json.dumps({"detail": (
+                    f"This file is no longer on the server: uploads and results are kept for {upload_ttl_text()} "
+                    f"(--temp-file-ttl). Generate the result again, or upload the prompt again.")}).encode()
+                await send({"type": "http.response.start", "status": 404,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+    def _expired(self, path: str) -> bool:
+        if not os.path.isabs(path):
+            return False
+        real = os.path.realpath(path)
+        return real.startswith(self.folder + os.sep) and not os.path.exists(real)

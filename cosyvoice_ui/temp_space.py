@@ -1,0 +1,89 @@
+"""Free space in the temporary folder: uploads are refused, with a message, before it runs out.
+
+Uploads and results live in ``$GRADIO_TEMP_DIR`` for ``--temp-file-ttl``. When its disk filled, every
+upload failed with a bare 500 "Internal Server Error" while ``/healthz`` said "ok" (helper-50), and
+an anonymous client could fill the disk at 125 MB/s with 19 MB uploads (helper-51). Here an upload
+that would leave less than ``--temp-reserve-mb`` free is answered 507 with what is going on, and
+``/healthz`` (``degraded``, ``temp_folder_free_bytes``) and ``/metrics`` say so; the room kept is
+for the results of requests already accepted, and for the ledger and logs if they share the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import threading
+
+from .log_throttle import OncePerMinute
+
+log = logging.getLogger(__name__)
+
+MIB = 2**20
+_UPLOAD = "/gradio_api/upload"
+
+
+class TempSpace:
+    """The temporary folder's free space against a reserve.
+
+    Args:
+        folder: ``$GRADIO_TEMP_DIR``.
+        reserve_bytes: uploads that would leave less free than this are refused.
+    """
+
+    def __init__(self, folder: str, reserve_bytes: int) -> None:
+        self.folder, self.reserve_bytes = folder, int(reserve_bytes)
+        self.refused_uploads = 0
+        self._lock = threading.Lock()
+        self._logged = OncePerMinute(log, logging.WARNING, "refused an upload: %s")
+
+    def free_bytes(self) -> int | None:
+        """Bytes free for this process on the folder's file system (``shutil.disk_usage``), or
+        ``None`` when the folder cannot be examined."""
+        try:
+            return shutil.disk_usage(self.folder).free
+        except OSError:
+            return None
+
+    def problem(self, incoming_bytes: int = 0) -> str | None:
+        """Why an upload of ``incoming_bytes`` cannot be taken now, or ``None``."""
+        free = self.free_bytes()
+        if free is None or free - incoming_bytes >= self.reserve_bytes:
+            return None
+        return (f"The server has no room for uploads now: {free / MIB:,.0f} MiB free in its temporary folder, "
+                f"and {self.reserve_bytes / MIB:,.0f} MiB are kept for results (--temp-reserve-mb). Try again "
+                f"later; uploads and results are deleted after --temp-file-ttl.")
+
+    def refuse(self, message: str) -> None:
+        """Count and log (at most a line a minute) a refused upload."""
+        with self._lock:
+            self.refused_uploads += 1
+        self._logged.note(message)
+
+    def status(self) -> dict:
+        """``temp_folder_free_bytes``, ``temp_reserve_bytes``, ``uploads_refused_for_space`` and
+        ``temp_folder_error`` (the refusal message while space is short, else ``None``)."""
+        return {"temp_folder_free_bytes": self.free_bytes(), "temp_reserve_bytes": self.reserve_bytes,
+                "uploads_refused_for_space": self.refused_uploads, "temp_folder_error": self.problem()}
+
+
+class UploadSpace:
+    """Pure ASGI middleware: ``POST .../gradio_api/upload`` is answered 507 while
+    :meth:`TempSpace.problem` says there is no room for its declared length."""
+
+    def __init__(self, app, space: TempSpace) -> None:
+        self.app, self.space = app, space
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith(_UPLOAD):
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+            message = self.space.problem(int(declared) if declared.strip().isdigit() else 0)
+            if message is not None:
+                self.space.refuse(message)
+                body = json.dumps({"detail": message}).encode()
+                await send({"type": "http.response.start", "status": 507,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
