@@ -304,3 +304,11 @@ def test_a_page_event_without_an_api_twin_is_not_offered_as_the_way(app):
 def _private_event_names(app) -> list[str]:
     config = httpx.get(app.url + "config", timeout=30).json()
     return [d["api_name"] for d in config["dependencies"] if d.get("api_name") and d.get("api_visibility") == "private"]
+
+
+def test_the_api_pages_prompt_audio_example_is_a_local_file_not_a_url(app):
+    """The "Use via API" example was Gradio's sample on GitHub, a URL this server refuses (helper-51)."""
+    info = httpx.get(app.url + "gradio_api/info", timeout=30).json()
+    params = {p["parameter_name"]: p for p in info["named_endpoints"]["/synthesize"]["parameters"]}
+    example = params["prompt_audio"]["example_input"]
+    assert example["path"] == "voice.wav" and "url" not in example, example

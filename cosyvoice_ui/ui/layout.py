@@ -47,8 +47,14 @@ API_DESCRIPTIONS = {
 def _api_twins(speakers: list[str]) -> list[gr.components.Component]:
     """Hidden inputs of the API's synthesis endpoints, one per page field, with the same types
     and defaults, labelled with the parameter names."""
+    prompt_audio = gr.Audio(label="prompt_audio", sources=["upload"], type="filepath", visible=False)
+    # The "Use via API" page's example was Gradio's sample on GitHub, a URL this server refuses to
+    # download (helper-51): a local file instead, which gradio_client's handle_file uploads.
+    prompt_audio.example_payload = lambda: {"path": "voice.wav", "meta": {"_type": "gradio.FileData"},
+                                            "orig_name": "voice.wav"}
+    prompt_audio.example_value = lambda: "voice.wav"
     return [gr.Textbox(label="text", visible=False),
-            gr.Audio(label="prompt_audio", sources=["upload"], type="filepath", visible=False),
+            prompt_audio,
             gr.Textbox(label="prompt_text", visible=False),
             gr.Textbox(label="instruction", visible=False),
             gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label="speed", visible=False),
