@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, end_streams
-    from cosyvoice_ui.slow_clients import DeadlineH11Protocol
+    from cosyvoice_ui.guards.slow_clients import DeadlineH11Protocol
     from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
 
     try:

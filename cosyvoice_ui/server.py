@@ -14,20 +14,20 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
-from .expired_files import ExpiredFiles
-from .http_errors import QuietRequestErrors
-from .login_check import LoginCheck, LoginClientAddress
-from .login_required import LoginRequired
-from .loopback_host import LoopbackHostOnly, is_loopback
-from .precise_cancel import PreciseCancel
+from .guards.expired_files import ExpiredFiles
+from .guards.http_errors import QuietRequestErrors
+from .guards.login_check import LoginCheck, LoginClientAddress
+from .guards.login_required import LoginRequired
+from .guards.loopback_host import LoopbackHostOnly, is_loopback
+from .guards.precise_cancel import PreciseCancel
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import CLAIM_FILE, start_upload_sweeper
-from .temp_space import TempSpace, UploadSpace
-from .request_size_limit import RequestSizeLimit
-from .rest_results import OneReaderPerResult
+from .guards.temp_space import TempSpace, UploadSpace
+from .guards.request_size_limit import RequestSizeLimit
+from .guards.rest_results import OneReaderPerResult
 from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N

@@ -169,7 +169,7 @@ def test_client_leaving_mid_upload_is_one_log_line(app):
             b"Content-Type: audio/wav\r\n\r\n" + b"\0" * 100_000)
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", app.port)) as s:
-            s.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                       b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: 5000000\r\n\r\n" + head)
             time.sleep(0.3)
     lines = log.new_lines()

@@ -154,11 +154,11 @@ def test_an_ipv6_host_is_said_to_serve_ipv6_only(tmp_path, monkeypatch):
 def test_failed_logins_are_summarized_not_flooded(caplog):
     import logging
 
-    from cosyvoice_ui.login_check import LoginCheck
+    from cosyvoice_ui.guards.login_check import LoginCheck
 
     failures = []
     check = LoginCheck("alice", "s3cret", on_failure=lambda: failures.append(1), log_every_s=0.3)
-    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.login_check"):
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.guards.login_check"):
         assert check("alice", "s3cret")
         assert not any(check("alice", f"guess{i}") for i in range(50))
         time.sleep(0.35)
@@ -173,10 +173,10 @@ def test_summarized_failed_logins_name_their_addresses(caplog):
     """The summary line names the clients behind the failures it counts, at most five."""
     import logging
 
-    from cosyvoice_ui.login_check import LoginCheck, _client_address
+    from cosyvoice_ui.guards.login_check import LoginCheck, _client_address
 
     check = LoginCheck("alice", "s3cret", log_every_s=0.3)
-    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.login_check"):
+    with caplog.at_level(logging.WARNING, logger="cosyvoice_ui.guards.login_check"):
         token = _client_address.set("10.0.0.1")
         assert not check("alice", "guess")
         for i in range(8):

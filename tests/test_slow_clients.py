@@ -13,7 +13,7 @@ from gradio_client import Client
 
 from .conftest import RunningApp, serving
 
-UPLOAD_HEAD = (b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\n"
+UPLOAD_HEAD = (b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: %d\r\n\r\n")
 PART_HEAD = b'--XX\r\nContent-Disposition: form-data; name="files"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n'
 
@@ -46,7 +46,7 @@ def test_stalled_heads_and_bodies_are_closed_and_steady_clients_are_served(tmp_p
         silent = [_connect(app.port) for _ in range(3)]
         half_head = [_connect(app.port) for _ in range(3)]
         for s in half_head:
-            s.sendall(b"POST /gradio_api/call/synthesize HTTP/1.1\r\nHost: x\r\nContent-Le")
+            s.sendall(b"POST /gradio_api/call/synthesize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
         half_body = [_connect(app.port) for _ in range(3)]
         for s in half_body:
             s.sendall(UPLOAD_HEAD % 100_000 + PART_HEAD + b"RIFF")

@@ -25,7 +25,7 @@ from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
 from ..synthesis import SynthesisService
-from ..temp_space import TempSpace
+from ..guards.temp_space import TempSpace
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
 

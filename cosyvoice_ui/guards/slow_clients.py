@@ -31,7 +31,7 @@ import resource
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .log_throttle import OncePerMinute
+from ..log_throttle import OncePerMinute
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import traceback
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from .log_throttle import OncePerMinute
+from ..log_throttle import OncePerMinute
 
 log = logging.getLogger(__name__)
 _client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from .inputs.text import RAW_TEXT_FACTOR
+from ..inputs.text import RAW_TEXT_FACTOR
 
 _UPLOAD = "/gradio_api/upload"
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024  # part headers and boundaries around the one file

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from .temp_files import upload_ttl_text
+from ..temp_files import upload_ttl_text
 
 _FILE_ROUTE = "/gradio_api/file="
 

@@ -15,7 +15,7 @@ import logging
 import shutil
 import threading
 
-from .log_throttle import OncePerMinute
+from ..log_throttle import OncePerMinute
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,7 @@
+"""The HTTP edge: what guards the web process before a request reaches Gradio's handlers.
+
+ASGI middleware (installed in ``server.py``) and uvicorn's connection protocol: login checks for
+routes Gradio leaves open, request and upload size, free space for uploads, expired file links,
+host names on loopback, one reader per REST result, cancels that end only their own event, slow
+and flooding connections, and errors that must not flood the log.
+"""
