@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
+from .guards.arrival_order import NumberArrivals
 from .guards.expired_files import ExpiredFiles
 from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress
@@ -51,6 +52,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # No FastAPI schema (here or in Gradio's mounted app, app_kwargs below): /openapi.json listed
     # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(NumberArrivals, arrived=handlers.service.arrived)  # a tab's presses queue in order
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client

@@ -11,9 +11,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import logging
 import queue
 import threading
+import time
 from typing import Iterator
 
 import numpy as np
@@ -29,6 +31,10 @@ from .worker.supervisor import Supervisor
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.25
+# A request that arrived but whose handler Gradio has not started after this long is not waited for
+# (Gradio refused or cancelled it); a handler that started is waited for up to _MAX_TURN_WAIT_S.
+_START_GRACE_S = 3.0
+_MAX_TURN_WAIT_S = 60.0
 _DONE = object()
 
 
@@ -83,13 +89,18 @@ class SynthesisService:
         self._open_lock = threading.Lock()
         self._open: set[tuple] = set()  # (client id, the request's fields) waiting or running
         self._open_per_client: collections.Counter = collections.Counter()  # client id -> requests open
+        self._turns = threading.Condition()
+        self._arrivals = itertools.count(1)
+        # client id -> {arrival number: [arrival time (monotonic), started by a handler]}, for the
+        # requests not yet in the worker's queue
+        self._pending_turns: dict[str, dict[int, list]] = {}
 
     def speakers(self) -> tuple[str, ...]:
         """The loaded model's pretrained speakers (empty for engines without any)."""
         return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
 
     def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None, stream: bool = False,
-            client_id: str | None = None) -> Iterator[Progress | AudioReady | Waiting | Finished]:
+            client_id: str | None = None, turn: "_Turn | None" = None) -> Iterator[Progress | AudioReady | Waiting | Finished]:
         """Validate, admit and run one request, yielding what happens until it is finished.
 
         ``stream`` asks the engine for its streaming mode (chunks sooner; CosyVoice then keeps
@@ -104,6 +115,9 @@ class SynthesisService:
         double click on Generate queued the same synthesis twice (third newcomer session), as
         Gradio's own once-per-click guard leaves a gap while the click's inputs are gathered.
 
+        ``turn`` (from :meth:`turn`, taken when the request arrived) keeps a client's requests in
+        the order they were sent; without one, the request takes its place when it gets here.
+
         Raises:
             UserFacingError: invalid input (:class:`~.errors.InputError`), busy, a duplicate
                 (:class:`~.errors.DuplicateRequest`), failed or timed out; the message is for the
@@ -113,7 +127,7 @@ class SynthesisService:
         key = None if client_id is None else (client_id, repr((text, prompt_audio, prompt_text, instruction, speed,
                                                                 seed, speaker, stream)))
         with self._claim(key, self._counted_chars(text)):
-            yield from self._run(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream)
+            yield from self._run(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream, turn)
 
     @contextlib.contextmanager
     def _claim(self, key, text_chars: int = 0):
@@ -150,16 +164,50 @@ class SynthesisService:
                     if self._open_per_client[key[0]] <= 0:
                         del self._open_per_client[key[0]]
 
-    def _run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream):
+    def arrived(self, client_id: str) -> int:
+        """Register a request of ``client_id`` as it arrives; returns its arrival number, which its
+        handler passes to :meth:`turn` (see ``guards/arrival_order.py``)."""
+        with self._turns:
+            now = time.monotonic()
+            for client, pending in list(self._pending_turns.items()):  # arrivals no handler ever took
+                for number in [n for n, (at, started) in pending.items() if not started and now - at > _MAX_TURN_WAIT_S]:
+                    del pending[number]
+                if not pending:
+                    del self._pending_turns[client]
+            number = next(self._arrivals)
+            self._pending_turns.setdefault(client_id, {})[number] = [now, False]
+            return number
+
+    @contextlib.contextmanager
+    def turn(self, client_id: str | None, arrival: int | None = None):
+        """A place in line for one request of ``client_id``: take it when the request arrives and
+        pass it to :meth:`run`, which waits for the client's earlier requests to enter the worker's
+        queue before this one does. Leaving the block gives the place up (also unused).
+
+        Each request's checks (its prompt decoded, resampled, measured) take their own time, so
+        a tab's third Generate, with no prompt to decode, was queued before its second and ran
+        first; the page then kept the second's result under the third's text (helper-52).
+        """
+        place = _Turn(self, client_id, arrival)
         try:
-            request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction, speed,
-                                                                  seed, speaker)
-            request = dataclasses.replace(request, stream=stream)
-            events: queue.Queue = queue.Queue()
-            future = self.supervisor.submit(
-                request, predicted_peak_bytes=predicted,
-                on_progress=lambda done, total: events.put(Progress(done, total)),
-                on_audio=lambda samples, rate, restarted: events.put(AudioReady(samples, rate, restarted)))
+            yield place
+        finally:
+            place.done()
+
+    def _run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream, turn=None):
+        try:
+            with contextlib.ExitStack() as stack:
+                turn = turn or stack.enter_context(self.turn(None))
+                turn.wait()
+                request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction,
+                                                                      speed, seed, speaker)
+                request = dataclasses.replace(request, stream=stream)
+                events: queue.Queue = queue.Queue()
+                future = self.supervisor.submit(
+                    request, predicted_peak_bytes=predicted,
+                    on_progress=lambda done, total: events.put(Progress(done, total)),
+                    on_audio=lambda samples, rate, restarted: events.put(AudioReady(samples, rate, restarted)))
+                turn.done()  # queued: the client's next request may follow
             # Wakes the loop below the moment the request ends (after its last audio callback).
             future.add_done_callback(lambda _: events.put(_DONE))
         except (UserFacingError, AdmissionError) as e:
@@ -265,3 +313,51 @@ class SynthesisService:
 def to_int16(samples: np.ndarray) -> np.ndarray:
     """float32 in [-1, 1] -> int16 PCM (clipped), what Gradio writes as WAV."""
     return (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)
+
+
+class _Turn:
+    """One request's place among its client's requests not yet in the worker's queue (see
+    :meth:`SynthesisService.turn`)."""
+
+    def __init__(self, service: SynthesisService, client_id: str | None, arrival: int | None) -> None:
+        self._service, self._client_id, self._done = service, client_id, client_id is None
+        if self._done:
+            return
+        with service._turns:
+            pending = service._pending_turns.setdefault(client_id, {})
+            if arrival is None or arrival not in pending:
+                arrival = next(service._arrivals)
+                pending[arrival] = [time.monotonic(), False]
+            pending[arrival][1] = True
+            self.arrival = arrival
+
+    def wait(self) -> None:
+        """Block until every request of the same client that arrived earlier has been queued or has
+        ended. One that Gradio never started (refused or cancelled before its handler ran) is not
+        waited for after :data:`_START_GRACE_S`, and no wait lasts beyond :data:`_MAX_TURN_WAIT_S`."""
+        if self._done:
+            return
+        deadline = time.monotonic() + _MAX_TURN_WAIT_S
+        with self._service._turns:
+            pending = self._service._pending_turns[self._client_id]
+            while time.monotonic() < deadline:
+                now = time.monotonic()
+                for number in [n for n, (at, started) in pending.items()
+                               if n < self.arrival and not started and now - at > _START_GRACE_S]:
+                    del pending[number]
+                if not any(n < self.arrival for n in pending):
+                    return
+                self._service._turns.wait(timeout=0.2)
+            log.warning("a request waited %g s for its client's earlier requests and went ahead", _MAX_TURN_WAIT_S)
+
+    def done(self) -> None:
+        """Give the place up (idempotent)."""
+        if self._done:
+            return
+        self._done = True
+        with self._service._turns:
+            pending = self._service._pending_turns.get(self._client_id, {})
+            pending.pop(self.arrival, None)
+            if not pending:
+                self._service._pending_turns.pop(self._client_id, None)
+            self._service._turns.notify_all()

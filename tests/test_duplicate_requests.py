@@ -139,3 +139,62 @@ def test_one_client_may_hold_only_its_share_of_the_queue(tmp_path):
         assert greedy.predict(text="sleep:0.1 later", api_name="/synthesize")[1]["audio_s"] > 0
         status = other.predict(api_name="/status")
         assert status["completed"] == 4, status
+
+
+def test_a_clients_requests_run_in_the_order_it_sent_them(tmp_path):
+    """A tab's third Generate (no prompt to decode) was queued before its second (a prompt to
+    decode and check) and ran first; the page then kept the second's result under the third's
+    text (helper-52). Sent over the page's protocol, one right after the other."""
+    import json
+    import urllib.request
+    import uuid
+
+    import httpx
+    import numpy as np
+    import soundfile as sf
+
+    from . import gradio_http as gh
+    from .conftest import PROMPTS_DIR
+
+    samples, rate = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="float32")
+    heavy = tmp_path / "heavy.wav"  # 48 kHz stereo: decoding and resampling it takes a while
+    x = np.interp(np.arange(0, len(samples), rate / 48000), np.arange(len(samples)), samples)[: 48000 * 9]
+    sf.write(heavy, np.stack([x, x], axis=1), 48000, subtype="FLOAT")
+    ledger = tmp_path / "ledger.jsonl"
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger),
+                 env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        path = httpx.post(app.url + "gradio_api/upload", files={"files": ("heavy.wav", heavy.read_bytes())},
+                          timeout=30).json()[0]
+        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+            config = json.loads(r.read())
+        fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "synthesize")
+        session = uuid.uuid4().hex
+
+        def join(text, prompt=None):
+            data = gh.endpoint_data(app.url, "synthesize", text=text, prompt_audio=prompt)
+            body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session,
+                               "event_data": None, "trigger_id": None}).encode()
+            req = urllib.request.Request(app.url + "gradio_api/queue/join", data=body,
+                                         headers={"Content-Type": "application/json"})
+            return json.loads(urllib.request.urlopen(req, timeout=10).read())["event_id"]
+
+        first = join("sleep:1.5 the first request")
+        time.sleep(0.5)
+        second = join("the second request, with a prompt", gh.file_data(path))
+        third = join("the third request")
+        completed = 0
+        with urllib.request.urlopen(app.url + f"gradio_api/queue/data?session_hash={session}", timeout=90) as stream:
+            for line in stream:
+                if line.startswith(b"data:"):
+                    message = json.loads(line[len(b"data:"):])
+                    if message.get("msg") == "process_completed":
+                        assert message["success"], message
+                        completed += 1
+                        if completed == 3:
+                            break
+        # The order they ran in (the ledger is written as each ends; one runs at a time). The
+        # order of the completion messages is Gradio's and may differ.
+        ran = [json.loads(line)["text_chars"] for line in ledger.read_text().splitlines()]
+        assert ran == [len("sleep:1.5 the first request"), len("the second request, with a prompt"),
+                       len("the third request")], ran
+        assert first and second and third

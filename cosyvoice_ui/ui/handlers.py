@@ -25,6 +25,7 @@ from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
 from ..synthesis import SynthesisService
+from ..guards.arrival_order import ARRIVAL_HEADER
 from ..guards.temp_space import TempSpace
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
@@ -68,6 +69,14 @@ def _as_text(message: str) -> str:
     removed: , ," (the page drew ``<b>`` and ``</b>`` as tags), and any message quoting what a
     user typed must not become markup. API clients get the message unescaped."""
     return html.escape(message, quote=False)
+
+
+def _arrival(request: gr.Request | None) -> int | None:
+    """The number ``guards/arrival_order.py`` gave this request on arrival, or ``None``."""
+    try:
+        return int(request.headers[ARRIVAL_HEADER])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _session(request: gr.Request | None) -> str | None:
@@ -126,16 +135,20 @@ class Handlers:
     def _whole(self, *fields, progress, request, for_page: bool):
         # The page clears the last result first: a refused Generate left the previous request's
         # audio and stats under the error, as if they were its answer (thirty-sixth newcomer session).
-        yield None, None
-        for event in self._events(*fields, client_id=_session(request), for_page=for_page):
-            if isinstance(event, synthesis.Progress) and event.total > 1:
-                progress((event.done, event.total), desc="segments", unit="segment")
-            elif isinstance(event, synthesis.Finished):
-                _show_notes(event.result, for_page)
-                yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
-                return
-            else:
-                yield None, None
+        client_id = _session(request)
+        # Its place in line is the number it got on arrival (guards/arrival_order.py): Gradio started
+        # a press carrying a prompt after a later one without (helper-52).
+        with self.service.turn(client_id, _arrival(request)) as turn:
+            yield None, None
+            for event in self._events(*fields, client_id=client_id, turn=turn, for_page=for_page):
+                if isinstance(event, synthesis.Progress) and event.total > 1:
+                    progress((event.done, event.total), desc="segments", unit="segment")
+                elif isinstance(event, synthesis.Finished):
+                    _show_notes(event.result, for_page)
+                    yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
+                    return
+                else:
+                    yield None, None
         raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
@@ -158,22 +171,25 @@ class Handlers:
                                   progress=progress, request=request, for_page=True)
 
     def _streamed(self, *fields, progress, request, for_page: bool):
-        yield None, None  # as in synthesize: no earlier result left under a refusal
-        for event in self._events(*fields, stream=True, client_id=_session(request), for_page=for_page):
-            if isinstance(event, synthesis.Progress) and event.total > 1:
-                progress((event.done, event.total), desc="segments", unit="segment")
-            elif isinstance(event, synthesis.AudioReady) and len(event.samples):
-                yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
-            elif isinstance(event, synthesis.Finished):
-                _show_notes(event.result, for_page)
-                yield None, event.result
-            elif isinstance(event, synthesis.Waiting):
-                yield None, None
+        client_id = _session(request)
+        with self.service.turn(client_id, _arrival(request)) as turn:  # as in _whole: its place in line
+            yield None, None  # as in synthesize: no earlier result left under a refusal
+            for event in self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page):
+                if isinstance(event, synthesis.Progress) and event.total > 1:
+                    progress((event.done, event.total), desc="segments", unit="segment")
+                elif isinstance(event, synthesis.AudioReady) and len(event.samples):
+                    yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
+                elif isinstance(event, synthesis.Finished):
+                    _show_notes(event.result, for_page)
+                    yield None, event.result
+                elif isinstance(event, synthesis.Waiting):
+                    yield None, None
 
     def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None,
-                for_page: bool = False):
+                turn=None, for_page: bool = False):
         try:
-            yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id)
+            yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id,
+                                        turn=turn)
         except (UserFacingError, AdmissionError) as e:
             # A request that waited or ran may end long after the click, when its user looked
             # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;

@@ -1,0 +1,49 @@
+"""ASGI middleware: each ``POST .../queue/join`` is numbered as it arrives, for its session.
+
+Gradio starts the events of one session in its own time: an event carrying a file (the prompt)
+goes through Gradio's file handling first and started after a later press without one, so a
+tab's third Generate ran before its second and the page kept the older result under the newer
+text (helper-52). The number, taken here in arrival order, travels in a request header
+(:data:`ARRIVAL_HEADER`) that Gradio hands to the handler with the request; the synthesis
+service then queues a session's requests in that order (``SynthesisService.turn``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from .precise_cancel import _read_body, _replay, _with_length
+
+ARRIVAL_HEADER = "x-cosyvoice-ui-arrival"
+_HEADER = ARRIVAL_HEADER.encode()
+
+
+class NumberArrivals:
+    """Pure ASGI middleware.
+
+    Args:
+        app: the ASGI app inside.
+        arrived: ``arrived(session_hash) -> int``: registers a request of that session and returns
+            its number (``SynthesisService.arrived``).
+    """
+
+    def __init__(self, app, arrived) -> None:
+        self.app, self.arrived = app, arrived
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # Only this middleware sets the header: one a client sends is dropped.
+        scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", []) if k.lower() != _HEADER]}
+        if not (scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith("/queue/join")):
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        try:
+            session = json.loads(body).get("session_hash")
+        except (ValueError, AttributeError):
+            session = None  # Gradio answers a malformed body itself
+        if isinstance(session, str) and session:
+            scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))
+        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
