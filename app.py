@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -97,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*HTTP_422_UNPROCESSABLE_ENTITY")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("cosyvoice_ui")
+    free_bytes = shutil.disk_usage(os.environ["GRADIO_TEMP_DIR"]).free
+    if free_bytes < settings.temp_reserve_bytes:
+        # A reserve typed in KB instead of MB refused every upload with no word at start (helper-53).
+        log.warning("the temporary folder %s has %.0f MiB free, less than --temp-reserve-mb %.0f: every prompt upload "
+                    "will be refused until space is freed; lower --temp-reserve-mb or free space",
+                    os.environ["GRADIO_TEMP_DIR"], free_bytes / 2**20, settings.temp_reserve_bytes / 2**20)
 
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.monitor.leak import LeakWatchdog

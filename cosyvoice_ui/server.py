@@ -74,7 +74,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
 
     unauthorized = JSONResponse({"error": "missing or wrong bearer token (--metrics-token)"}, status_code=401)
 
-    @app.get("/healthz")
+    @app.api_route("/healthz", methods=["GET", "HEAD"])  # uptime monitors probe with HEAD (helper-53)
     def healthz(request: fastapi.Request) -> JSONResponse:
         if not token_ok(request):
             return unauthorized
@@ -87,7 +87,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     metrics = Metrics(handlers.status, monitor)
     supervisor.ledger.subscribe(metrics.observe)
 
-    @app.get("/metrics")
+    @app.api_route("/metrics", methods=["GET", "HEAD"])
     def prometheus_metrics(request: fastapi.Request) -> Response:
         if not token_ok(request):
             return unauthorized

@@ -8,6 +8,7 @@ else in the package reads ``sys.argv`` or ``os.environ`` for configuration.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import dataclasses
 import math
 import os
@@ -105,12 +106,13 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 _ENV_CHECKS: dict[str, tuple[str, object]] = {}  # variable -> (its flag, a converter that raises on bad values)
 
 
-def _env(name: str, default, check=str):
+def _env(name: str, default, check=str, flag: str | None = None):
     """The value of ``COSYVOICE_UI_<NAME>`` as a string (argparse converts it like a typed flag),
     or ``default``. ``check`` is run on it by :func:`parse_settings`, whose error then names the
-    variable rather than the flag the user never typed."""
+    variable rather than the flag the user never typed; ``flag`` where the flag's name is not the
+    variable's (``COSYVOICE_UI_ALLOWED_HOSTS`` for ``--allowed-host``)."""
     variable = ENV_PREFIX + name.upper()
-    _ENV_CHECKS[variable] = ("--" + name.replace("_", "-"), check)
+    _ENV_CHECKS[variable] = (flag or "--" + name.replace("_", "-"), check)
     value = os.environ.get(variable)
     return default if value is None else value
 
@@ -124,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=_env("host", d.host),
                    help="address to serve on (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
-    hosts_from_env = _env("allowed_hosts", None)
-    p.add_argument("--allowed-host", dest="allowed_hosts", action="append",
+    hosts_from_env = _env("allowed_hosts", None, flag="--allowed-host")
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
                    default=None if hosts_from_env is None else hosts_from_env.split(","),
                    help="with --host a loopback address, a host name the app answers to besides localhost, 127.0.0.1 "
                         "and [::1] (a reverse proxy that passes its own name); repeat for more, or set "
@@ -441,8 +443,31 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"], from_env)
     _warn_about_self_defeating_limits(values, from_env)
     _warn_about_engine_flags(values, from_env)
-    values["allowed_hosts"] = tuple(h.strip().lower() for h in values["allowed_hosts"] or () if h.strip())
+    values["allowed_hosts"] = tuple(_allowed_host(parser, h) for h in values["allowed_hosts"] or () if h.strip())
     return Settings(**values)
+
+
+_HOST_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$")
+
+
+def _allowed_host(parser: argparse.ArgumentParser, value: str) -> str:
+    """One ``--allowed-host`` value as the Host check compares it: lower case, without a port
+    (``proxy.example:8443`` is what nginx's ``$http_host`` sends; the port is not compared:
+    helper-53's name with a port never matched); anything that is no host name is refused."""
+    name = value.strip().lower()
+    if name.startswith("["):  # [v6 address]:port
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        pass
+    if not _HOST_NAME_RE.match(name):
+        parser.error(f"--allowed-host {value.strip()[:100]!r} is not a host name; give a name such as "
+                     f"voices.example.org (a port after it is allowed and ignored)")
+    return name
 
 
 def _set_by_variables(argv: list[str]) -> dict[str, str]:

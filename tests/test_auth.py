@@ -121,11 +121,14 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
 
 def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--allowed-host", "voices.example.org")
+    # Given with a port, as nginx's $http_host sends it: the port was compared too, and matched nothing (helper-53).
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--allowed-host", "Voices.example.org:8443")
     try:
         app.wait_healthy()
-        assert httpx.get(app.url + "config", headers={"Host": "voices.example.org"}).status_code == 200
-        assert httpx.get(app.url + "config", headers={"Host": "other.example.org"}).status_code == 403
+        for host in ("voices.example.org", "voices.example.org:8443", "VOICES.example.org"):
+            assert httpx.get(app.url + "config", headers={"Host": host}).status_code == 200, host
+        refused = httpx.get(app.url + "config", headers={"Host": "other.example.org"})
+        assert refused.status_code == 403 and "voices.example.org" in refused.json()["detail"], refused.text
     finally:
         app.stop()
 

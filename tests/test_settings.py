@@ -61,6 +61,7 @@ from .conftest import ROOT, free_port
     (["--max-text-chars", "1000000000"], "--max-text-chars 1000000000 is over the most supported"),
     (["--max-upload-mb", "1e9"], "--max-upload-mb 1e+09 is over the most supported, 1024"),
     (["--leak-window", "100000"], "--leak-window 100000 is over"),
+    (["--allowed-host", "a b"], "--allowed-host 'a b' is not a host name"),  # accepted silently (helper-53)
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
@@ -308,3 +309,12 @@ def test_unusable_gradio_temp_dir_is_refused_before_the_model_loads(temp, tmp_pa
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2 and "GRADIO_TEMP_DIR=" in out and "point it at a writable folder" in out, out[-2000:]
     assert "worker started" not in out, out[-2000:]
+
+
+def test_the_allowed_hosts_variable_is_named_with_its_flag(monkeypatch, capsys):
+    """An empty COSYVOICE_UI_ALLOWED_HOSTS was called "the variable for --allowed-hosts", a flag that
+    does not exist (helper-53)."""
+    monkeypatch.setenv("COSYVOICE_UI_ALLOWED_HOSTS", "")
+    with pytest.raises(SystemExit):
+        parse_settings([])
+    assert "(the variable for --allowed-host)" in capsys.readouterr().err

@@ -135,3 +135,6 @@ def test_uploads_are_refused_with_a_message_when_the_temp_folder_has_no_room(tmp
         assert health["temp_folder_free_bytes"] > 0 and "no room" in health["temp_folder_error"]
         assert "cosyvoice_ui_uploads_refused_for_space_total 1.0" in httpx.get(app.url + "metrics", timeout=10).text
         assert Client(app.url, verbose=False).predict(text="no prompt needed", api_name="/synthesize")[1]["audio_s"] > 0
+        # A reserve no disk can meet (typed in KB, say) was accepted without a word at start (helper-53).
+        assert "every prompt upload will be refused until space is freed" in app.log_path.read_text()
+        assert httpx.head(app.url + "healthz", timeout=10).status_code == 200  # HEAD was 404 (helper-53)

@@ -59,7 +59,8 @@ class LoopbackHostOnly:
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope, send, header: str) -> None:
-        message = (f"This app serves this machine only and answers to localhost, 127.0.0.1 or [::1]; the request "
+        names = ", ".join(["localhost", "127.0.0.1", "[::1]", *sorted(self.allowed)])
+        message = (f"This app serves this machine only and answers to {names}; the request "
                    f"named the host {header[:100]!r}. Open http://127.0.0.1:{self.port}/ instead, or, for a reverse "
                    f"proxy that passes its own host name, start the app with --allowed-host NAME.")
         if scope["type"] == "websocket":
