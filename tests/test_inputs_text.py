@@ -439,3 +439,12 @@ def test_emoticons_drawn_with_kana_are_left_out_with_a_note_not_refused_as_japan
             build(japanese)
     for kept in ("(a+b)*c equals f(x)", "It is (25°C) today"):
         assert build(kept)[0].text == kept
+
+
+def test_the_citation_note_names_the_marks_removed():
+    """The note was a fixed "citation marks ([1], [citation needed])" whatever was removed (helper-52)."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    assert remove_markup("It was built in 1900.[7]") == ("It was built in 1900.", ["citation marks ([7])"])
+    assert remove_markup("Rally as inflation cools.[1][2] The moon is cheese.[citation needed]")[1] == \
+        ["citation marks ([1], [2])", "citation marks ([citation needed])"]

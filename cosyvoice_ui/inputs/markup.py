@@ -85,6 +85,14 @@ _BRACKET_TAG = re.compile(r"\[(breath|quick_breath|laughter|noise|cough|sigh|his
 _IPA_SIGNS = "ˈˌːəɪʊæɑɔɛʃʒθðŋɹɾʁɐɒʌɜɚɝʔɨʉɯɤɣχʎɲɳɭʂʐçʝɕʑ"
 _LINK = re.compile(r"!?\[([^\]\n]{1,300})\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)")
 _WEBVTT_FILE = re.compile(r"\A\s*WEBVTT\b")
+
+def _citations(found: list[str]) -> str:
+    """The note for removed citation marks, naming them: a fixed "([1], [citation needed])" was
+    shown for "[7]" alone (helper-52)."""
+    marks = list(dict.fromkeys(re.findall(r"\[[^\]]*\]", "".join(found))))
+    return f"citation marks ({', '.join(marks[:6])}{', ...' if len(marks) > 6 else ''})"
+
+
 # Markdown (CommonMark's syntax), only where it cannot be anything else: marks at the start of a
 # line (headings, quotes, list bullets, rules, code fences), links, and emphasis that hugs words
 # (``**bold**``, ``*it*``, ``~~struck~~``, ```code```; not ``a * b`` or ``2*3*4``).
@@ -133,11 +141,10 @@ _MARKDOWN = (
     # "[citation needed]", "[a]"): a pasted article was 20 % longer with them and its "Retrieved
     # from" address (forty-third newcomer session). "[1] See note" at a line's start stays.
     # A letter ("[a]") only after punctuation: "x[i]" and "Buyer[s]" are not citations (forty-fifth).
-    (re.compile(r"(?<=[.,;:!?)\"'])(?:\[[a-z]\]|\[\d{1,3}\])+(?!\[|\()"), "", "citation marks ([1], [citation needed])"),
+    (re.compile(r"(?<=[.,;:!?)\"'])(?:\[[a-z]\]|\[\d{1,3}\])+(?!\[|\()"), "", _citations),
     (re.compile(r"(?<=[^\s\[\]])(?:\[(?:\d{1,3}|(?:note|nb|lower-alpha) \d{1,3}|"
                 r"[a-z][a-z ]{0,30} needed|(?:who|when|which|where|why|by whom|according to whom|original research)\?|"
-                r"dubious[^\]\n]{0,20}|failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "",
-     "citation marks ([1], [citation needed])"),
+                r"dubious[^\]\n]{0,20}|failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "", _citations),
     # Sound labels of captions: [Music], [Applause] (forty-fifth newcomer session).
     (re.compile(r"\[(?:music|applause|laughs?|cheering|silence|inaudible|crosstalk|background noise|no audio)\]", re.I),
      " ", "sound labels ([Music])"),
@@ -340,7 +347,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     for pattern, replacement, shown in _MARKDOWN:
         before, out = out, pattern.sub(replacement, out)
         if out != before:
-            note(shown)
+            note(shown([m.group() for m in pattern.finditer(before)]) if callable(shown) else shown)
     if _WEBVTT_FILE.match(text):
         out = _without_rolling_repeats(out, note)
     out, ipa = _without_ipa(out)
