@@ -52,7 +52,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # No FastAPI schema (here or in Gradio's mounted app, app_kwargs below): /openapi.json listed
     # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(NumberArrivals, arrived=handlers.service.arrived)  # a tab's presses queue in order
+    synthesis_events: set[int] = set()  # filled once the page is built, below
+    app.add_middleware(NumberArrivals, arrived=handlers.service.arrived,  # a tab's presses queue in order
+                       numbered=synthesis_events)
     app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
@@ -95,6 +97,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
 
     atomic_audio_cache.install()  # identical results share one file in Gradio's cache
     demo = build_blocks(handlers)
+    synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)

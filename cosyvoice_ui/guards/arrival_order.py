@@ -25,10 +25,13 @@ class NumberArrivals:
         app: the ASGI app inside.
         arrived: ``arrived(session_hash) -> int``: registers a request of that session and returns
             its number (``SynthesisService.arrived``).
+        numbered: the ``fn_index`` values of the events to number (the synthesis events; filled in
+            once the page is built). Others (Restart, Free cache) are not synthesis requests: a
+            number no synthesis handler takes would hold the session's next request for a while.
     """
 
-    def __init__(self, app, arrived) -> None:
-        self.app, self.arrived = app, arrived
+    def __init__(self, app, arrived, numbered: set[int]) -> None:
+        self.app, self.arrived, self.numbered = app, arrived, numbered
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -41,9 +44,10 @@ class NumberArrivals:
             return
         body = await _read_body(receive)
         try:
-            session = json.loads(body).get("session_hash")
+            payload = json.loads(body)
+            session, fn_index = payload.get("session_hash"), payload.get("fn_index")
         except (ValueError, AttributeError):
-            session = None  # Gradio answers a malformed body itself
-        if isinstance(session, str) and session:
+            session = fn_index = None  # Gradio answers a malformed body itself
+        if isinstance(session, str) and session and isinstance(fn_index, int) and fn_index in self.numbered:
             scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))
         await self.app(_with_length(scope, len(body)), _replay(body, receive), send)

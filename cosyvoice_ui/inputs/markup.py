@@ -86,6 +86,7 @@ _IPA_SIGNS = "ˈˌːəɪʊæɑɔɛʃʒθðŋɹɾʁɐɒʌɜɚɝʔɨʉɯɤɣχʎɲ
 _LINK = re.compile(r"!?\[([^\]\n]{1,300})\]\((?:[^()\s]+|<[^>\n]*>)(?:[ \t]+\"[^\"\n]*\")?\)")
 _WEBVTT_FILE = re.compile(r"\A\s*WEBVTT\b")
 
+
 def _citations(found: list[str]) -> str:
     """The note for removed citation marks, naming them: a fixed "([1], [citation needed])" was
     shown for "[7]" alone (helper-52)."""
