@@ -9,6 +9,7 @@ kept stable: ``/synthesize(text, prompt_audio, prompt_text, instruction, speed, 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import html
 import logging
 import math
@@ -69,6 +70,10 @@ def _as_text(message: str) -> str:
     removed: , ," (the page drew ``<b>`` and ``</b>`` as tags), and any message quoting what a
     user typed must not become markup. API clients get the message unescaped."""
     return html.escape(message, quote=False)
+
+
+class _OnItsWay(Exception):
+    """The page's duplicate Generate was told so in an Info pop-up; its event ends quietly."""
 
 
 def _arrival(request: gr.Request | None) -> int | None:
@@ -138,7 +143,7 @@ class Handlers:
         client_id = _session(request)
         # Its place in line is the number it got on arrival (guards/arrival_order.py): Gradio started
         # a press carrying a prompt after a later one without (helper-52).
-        with self.service.turn(client_id, _arrival(request)) as turn:
+        with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):
             yield None, None
             for event in self._events(*fields, client_id=client_id, turn=turn, for_page=for_page):
                 if isinstance(event, synthesis.Progress) and event.total > 1:
@@ -149,7 +154,7 @@ class Handlers:
                     return
                 else:
                     yield None, None
-        raise gr.Error("The request ended without a result; please try again.", print_exception=False)
+            raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                           instruction: str | None = None, speed: float | None = None, seed: int | None = None,
@@ -172,7 +177,7 @@ class Handlers:
 
     def _streamed(self, *fields, progress, request, for_page: bool):
         client_id = _session(request)
-        with self.service.turn(client_id, _arrival(request)) as turn:  # as in _whole: its place in line
+        with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):  # as in _whole
             yield None, None  # as in synthesize: no earlier result left under a refusal
             for event in self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page):
                 if isinstance(event, synthesis.Progress) and event.total > 1:
@@ -191,6 +196,12 @@ class Handlers:
             yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id,
                                         turn=turn)
         except (UserFacingError, AdmissionError) as e:
+            if for_page and isinstance(e, DuplicateRequest):
+                # Gradio 6 groups pop-ups under their kind's name: an "Error" for a press whose
+                # result is on its way read as a fault (helper-49). The page shows it as news.
+                drop_locals(e)
+                gr.Info(_as_text(str(e)), duration=10)
+                raise _OnItsWay from None
             # A request that waited or ran may end long after the click, when its user looked
             # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;
             # fifteenth newcomer session). Refusals come at once, while the user looks.
