@@ -21,14 +21,14 @@ from .guards.login_check import LoginCheck, LoginClientAddress
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
 from .guards.precise_cancel import PreciseCancel
+from .guards.request_size_limit import RequestSizeLimit
+from .guards.rest_results import OneReaderPerResult
+from .guards.temp_space import TempSpace, UploadSpace
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import CLAIM_FILE, start_upload_sweeper
-from .guards.temp_space import TempSpace, UploadSpace
-from .guards.request_size_limit import RequestSizeLimit
-from .guards.rest_results import OneReaderPerResult
 from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
@@ -36,6 +36,7 @@ from .ui.layout import PAGE_CSS, PAGE_JS, build_blocks
 from .worker.supervisor import HEALTHY_STATES, Supervisor
 
 log = logging.getLogger(__name__)
+
 
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
@@ -104,7 +105,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     auth = LoginCheck(*settings.auth.split(":", 1), on_failure=metrics.failed_logins.inc) if settings.auth else None
     # The temporary folder's claim file (temp_files.claim_folder) lies in Gradio's upload area, from
     # which /gradio_api/file= serves: it gave anyone the web process's pid (helper-51).
-    claim_file = os.path.join(os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir(), CLAIM_FILE)
+    claim_file = os.path.join(temp_space.folder, CLAIM_FILE)
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth, blocked_paths=[claim_file],
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,

@@ -51,8 +51,9 @@ def _show_notes(result: dict, for_page: bool) -> None:
         gr.Info(_as_text(note) if for_page else note, duration=12)
 
 
-# The pop-up's title by kind of refusal: Gradio titles every gr.Error "Error", which read as a
-# fault for a second Generate press whose result was on its way (helper-49). First match wins.
+# The error's title by kind of refusal (Gradio's default is "Error"), in what the queue protocol
+# sends. Gradio 6's page heads grouped pop-ups with their kind ("Error") instead, so the page's
+# duplicate press is an Info pop-up (see _events). First match wins.
 _TITLES = ((DuplicateRequest, "Already on its way"), (BusyError, "Busy"), (InputError, "Cannot use this input"),
            (UnusablePromptAudio, "Cannot clone this prompt"), (RequestTimedOut, "Timed out"),
            (SynthesisFailed, "Synthesis failed"), (ServiceStopping, "Stopping"),
