@@ -6,6 +6,7 @@ that the supervisor spawns.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -331,6 +332,9 @@ class DrainingServer(uvicorn.Server):
                     signal.signal(signal.SIGHUP, previous)
 
     async def startup(self, sockets=None) -> None:
+        from cosyvoice_ui.guards.slow_clients import quiet_accept_errors
+
+        quiet_accept_errors(asyncio.get_running_loop())
         await super().startup(sockets=sockets)
         if self.started:  # "ready" only once the port is really listening
             self._listening()

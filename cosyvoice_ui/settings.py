@@ -455,6 +455,9 @@ def _allowed_host(parser: argparse.ArgumentParser, value: str) -> str:
     (``proxy.example:8443`` is what nginx's ``$http_host`` sends; the port is not compared:
     helper-53's name with a port never matched); anything that is no host name is refused."""
     name = value.strip().lower()
+    if any(sign in name for sign in "/@"):  # a pasted URL ("https://proxy.example") allowed "https"
+        parser.error(f"--allowed-host {value.strip()[:100]!r} is not a host name; give the name alone, such as "
+                     f"voices.example.org, not a URL")
     if name.startswith("["):  # [v6 address]:port
         name = name[1:name.find("]")] if "]" in name else name
     elif name.count(":") == 1:

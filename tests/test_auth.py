@@ -53,6 +53,15 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
                      "gradio_api/stream/somesession/0/18/playlist-file"):
             assert _status(app.url + path) == 401, path
         assert httpx.post(app.url + "gradio_api/stream/someevent/close").status_code == 401
+        # A missing file in the temporary folder is "not on the server (any more)" only to a
+        # logged-in caller: the answer names the time-to-live (helper-54).
+        import tempfile
+        missing = f"gradio_api/file={tempfile.gettempdir()}/cosyvoice_ui-{app.port}/0000/audio.wav"
+        assert _status(app.url + missing) == 401
+        with httpx.Client(base_url=app.url, timeout=10) as browser:
+            assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200
+            r = browser.get(missing)
+            assert r.status_code == 404 and "not on the server (any more)" in r.text, r.text
         # The page's heartbeat stream needs the login too (Gradio's own route checks none).
         with httpx.Client(base_url=app.url, timeout=10) as browser:
             assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200

@@ -74,7 +74,7 @@ def test_a_result_link_past_its_time_says_so_without_the_servers_path(tmp_path):
         assert gh.http_get(result["url"])[0] == 200
         os.remove(result["path"])  # as the sweeper does after --temp-file-ttl
         status, body = gh.http_get(result["url"])
-        assert status == 404 and b"no longer on the server" in body and b"--temp-file-ttl" in body, body
+        assert status == 404 and b"not on the server (any more)" in body and b"--temp-file-ttl" in body, body
         assert str(temp_dir).encode() not in body
         # Paths outside the temporary folder keep Gradio's answer.
         assert gh.http_get(app.url + "gradio_api/file=/etc/passwd")[0] == 403

@@ -62,6 +62,7 @@ from .conftest import ROOT, free_port
     (["--max-upload-mb", "1e9"], "--max-upload-mb 1e+09 is over the most supported, 1024"),
     (["--leak-window", "100000"], "--leak-window 100000 is over"),
     (["--allowed-host", "a b"], "--allowed-host 'a b' is not a host name"),  # accepted silently (helper-53)
+    (["--allowed-host", "https://proxy.example"], "not a URL"),  # allowed the host "https" (helper-54)
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:

@@ -13,6 +13,7 @@ import json
 import os
 
 from ..temp_files import upload_ttl_text
+from .precise_cancel import logged_in
 
 _FILE_ROUTE = "/gradio_api/file="
 
@@ -32,9 +33,11 @@ class ExpiredFiles:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             raw = scope.get("path", "")
             at = raw.find(_FILE_ROUTE)
-            if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]):  # the scope's path is decoded already
+            # Under --auth only for a logged-in caller: the answer names the folder's time-to-live
+            # (helper-54); others get Gradio's 401. The scope's path is decoded already.
+            if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
                 body = json.dumps({"detail": (
-                    f"This file is no longer on the server: uploads and results are kept for {upload_ttl_text()} "
+                    f"This file is not on the server (any more): uploads and results are kept for {upload_ttl_text()} "
                     f"(--temp-file-ttl). Generate the result again, or upload the prompt again.")}).encode()
                 await send({"type": "http.response.start", "status": 404,
                             "headers": [(b"content-type", b"application/json"),

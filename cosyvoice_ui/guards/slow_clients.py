@@ -119,3 +119,27 @@ class DeadlineH11Protocol(H11Protocol):
             return
         self._stalled.note(self.client[0] if self.client else "an unknown address", self.read_timeout_s)
         self.transport.close()
+
+
+_accept_failed = OncePerMinute(log, logging.WARNING, "could not accept a connection: %s (the process is out of file "
+                                                     "handles; connections past the limit are turned away)")
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Make ``loop`` log a failed ``accept()`` (``EMFILE`` in a burst of connections) as one line a
+    minute instead of asyncio's traceback per attempt: 1,500 connections at once against
+    ``ulimit -n 1024`` wrote 1,100 tracebacks in 2 s (helper-54), as asyncio accepts a backlog of
+    sockets before any of them reaches :class:`DeadlineH11Protocol`'s limit. Other errors go to
+    the loop's handler as before."""
+    previous = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            _accept_failed.note(context.get("exception"))
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
