@@ -36,6 +36,17 @@ def _closed_by_server(s: socket.socket, within_s: float) -> bool:
         return False
 
 
+def _app_with_few_file_handles() -> RunningApp:
+    """The app started with an open-file limit of 256 (its connection limit is then about 77),
+    read timeout 3 s; the test process's own limit is restored at once."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))  # inherited by the app only
+    try:
+        return RunningApp("--engine", "tests.fault_engines:FaultEngine", "--read-timeout", "3")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def _open_fds(pid: int) -> int:
     import os
     return len(os.listdir(f"/proc/{pid}/fd"))
@@ -73,12 +84,7 @@ def test_stalled_heads_and_bodies_are_closed_and_steady_clients_are_served(tmp_p
 
 
 def test_a_flood_of_connections_is_turned_away_before_file_handles_run_out(tmp_path):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))  # the app's limit: 128 connections
-    try:
-        app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--read-timeout", "3")
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    app = _app_with_few_file_handles()
     try:
         app.wait_healthy()
         flood, turned_away = [], 0
@@ -111,12 +117,7 @@ def test_a_burst_of_connections_does_not_flood_the_log_with_accept_errors(tmp_pa
     """asyncio accepts a backlog of sockets before any reaches the connection limit: 1,500 at once
     against ulimit -n 1024 logged 1,100 "socket.accept() out of system resource" tracebacks in 2 s
     (helper-54). They are one line a minute now."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
-    try:
-        app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--read-timeout", "3")
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    app = _app_with_few_file_handles()
     try:
         app.wait_healthy()
         burst = [_connect(app.port) for _ in range(700)]
