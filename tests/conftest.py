@@ -105,14 +105,16 @@ def healthz(url: str) -> dict:
 class RunningApp:
     """``python app.py`` in a subprocess on a free port, as a user would start it."""
 
-    def __init__(self, *flags: str, env: dict | None = None) -> None:
+    def __init__(self, *flags: str, env: dict | None = None, wrap: tuple[str, ...] = ()) -> None:
+        """``wrap``: a command the app runs under (its last word followed by the app's command line),
+        such as a shell that mounts a small file system first; it must ``exec`` the app."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = ROOT / ".pytest_cache" / f"app-{self.port}.log"
         self.log_path.parent.mkdir(exist_ok=True)
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "app.py"), "--port", str(self.port), "--device", "cpu", *flags],
+            [*wrap, sys.executable, str(ROOT / "app.py"), "--port", str(self.port), "--device", "cpu", *flags],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
     def wait_healthy(self, timeout_s: float = 120.0, token: str | None = None) -> dict:
@@ -147,9 +149,9 @@ class RunningApp:
 
 
 @contextlib.contextmanager
-def serving(*flags: str, env: dict | None = None):
+def serving(*flags: str, env: dict | None = None, wrap: tuple[str, ...] = ()):
     """A :class:`RunningApp` that is healthy inside the block and stopped after it."""
-    app = RunningApp(*flags, env=env)
+    app = RunningApp(*flags, env=env, wrap=wrap)
     try:
         app.wait_healthy()
         yield app
