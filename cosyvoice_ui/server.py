@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
 import os
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
+from .guards import failed_uploads
 from .guards.expired_files import ExpiredFiles
 from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress
@@ -24,6 +26,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.temp_space import TempSpace, UploadSpace
+from .log_throttle import OncePerMinute
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
@@ -97,6 +100,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     atomic_audio_cache.install()  # identical results share one file in Gradio's cache
+    failed_uploads.install()  # an upload that fails midway leaves no partial file
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
@@ -116,6 +120,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
     demo.has_launched = True
     _name_bad_keyword_calls(mounted)
+    _say_disk_full(mounted)
     _name_unknown_endpoints(mounted, demo)
     start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
     return mounted
@@ -188,6 +193,25 @@ def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
 
     for gradio_app in _gradio_apps(app):
         gradio_app.add_exception_handler(TypeError, keyword_error)
+
+
+_disk_full = OncePerMinute(log, logging.WARNING, "could not serve %s %s: %s")
+
+
+def _say_disk_full(app: fastapi.FastAPI) -> None:
+    """A file that cannot be written because the disk (or a quota) is full, in any Gradio route
+    (an upload that passed temp_space's check while another filled the disk), is a 507 "The
+    server's disk is full"; it was a bare 500. The handler sits on Gradio's own app: its
+    ServerErrorMiddleware had sent the 500 before any middleware of ours saw the error."""
+    async def disk_full(request: fastapi.Request, error: Exception):
+        if getattr(error, "errno", None) not in (errno.ENOSPC, errno.EDQUOT):
+            raise error
+        _disk_full.note(request.method, request.url.path[:200], error)
+        return JSONResponse({"detail": "The server's disk is full: the file could not be written. Try again later."},
+                            status_code=507)
+
+    for gradio_app in _gradio_apps(app):
+        gradio_app.add_exception_handler(OSError, disk_full)
 
 
 def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:

@@ -148,6 +148,21 @@ class RunningApp:
         self._log.close()
 
 
+def small_disk_wrap(folder, size_kib: int) -> tuple[str, ...]:
+    """A command that mounts a ``size_kib`` tmpfs on ``folder`` in a mount namespace of the app's
+    own, then runs the app: a disk that really fills, without touching the machine's. Skips where
+    unshare(1) or mounting is not allowed."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare(1) is missing: a small disk for the app cannot be made")
+    userns = () if os.geteuid() == 0 else ("--user", "--map-root-user")
+    wrap = ("unshare", *userns, "--mount", "--propagation", "private", "sh", "-c",
+            f'mount -t tmpfs -o size={size_kib}k tmpfs "$0" && exec "$@"', str(folder))
+    probe = subprocess.run([*wrap, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs in a mount namespace here: {probe.stderr.strip()[:200]}")
+    return wrap
+
+
 @contextlib.contextmanager
 def serving(*flags: str, env: dict | None = None, wrap: tuple[str, ...] = ()):
     """A :class:`RunningApp` that is healthy inside the block and stopped after it."""

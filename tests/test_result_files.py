@@ -13,12 +13,10 @@ import io
 import json
 import os
 
-import pytest
-
 import soundfile as sf
 
 from . import gradio_http as gh
-from .conftest import serving
+from .conftest import serving, small_disk_wrap
 
 TEXT = "the same words twice"
 
@@ -83,31 +81,13 @@ def test_a_result_link_past_its_time_says_so_without_the_servers_path(tmp_path):
         assert gh.http_get(app.url + "gradio_api/file=/etc/passwd")[0] == 403
 
 
-def _small_disk_wrap(folder, size_kib: int) -> tuple[str, ...]:
-    """A command that mounts a ``size_kib`` tmpfs on ``folder`` in a mount namespace of the app's
-    own, then runs the app: a disk that really fills, without touching the machine's. Skips where
-    unshare(1) or mounting is not allowed."""
-    import shutil
-    import subprocess
-
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare(1) is missing: a small disk for the app cannot be made")
-    userns = () if os.geteuid() == 0 else ("--user", "--map-root-user")
-    wrap = ("unshare", *userns, "--mount", "--propagation", "private", "sh", "-c",
-            f'mount -t tmpfs -o size={size_kib}k tmpfs "$0" && exec "$@"', str(folder))
-    probe = subprocess.run([*wrap, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs in a mount namespace here: {probe.stderr.strip()[:200]}")
-    return wrap
-
-
 def test_a_full_disk_while_the_result_is_written_is_said_in_words(tmp_path):
     """The result WAV is written after synthesis; a disk full then gave Gradio's raw "Could not
     postprocess output component ... OSError: [Errno 28]" to the client and a traceback to the log
     (helper-54). Here the temporary folder is a 384 KiB tmpfs and the result 1.28 MB."""
     temp_dir = tmp_path / "gradio_tmp"
     temp_dir.mkdir()
-    wrap = _small_disk_wrap(temp_dir, 384)
+    wrap = small_disk_wrap(temp_dir, 384)
     long_text = "a result too big for the disk " * 13  # 390 characters: 16000 * 39 samples of int16
     with serving("--engine", "tests.fault_engines:FaultEngine", wrap=wrap,
                  env={"GRADIO_TEMP_DIR": str(temp_dir), "FAULT_ENGINE_DIR": str(tmp_path)}) as app:

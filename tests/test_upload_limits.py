@@ -9,8 +9,8 @@ Gradio's upload folder, and the server keeps synthesizing requests with a smalle
 from __future__ import annotations
 
 import io
-
 import json
+import time
 import uuid
 
 import httpx
@@ -21,7 +21,7 @@ from gradio_client import Client, handle_file
 
 from . import gradio_http as gh
 from . import make_hostile_corpus as corpus
-from .conftest import PROMPTS_DIR, serving
+from .conftest import PROMPTS_DIR, serving, small_disk_wrap
 
 LIMIT_BYTES = 2**20  # --max-upload-mb 1: MiB, as Gradio counts
 
@@ -138,3 +138,63 @@ def test_uploads_are_refused_with_a_message_when_the_temp_folder_has_no_room(tmp
         # A reserve no disk can meet (typed in KB, say) was accepted without a word at start (helper-53).
         assert "every prompt upload will be refused until space is freed" in app.log_path.read_text()
         assert httpx.head(app.url + "healthz", timeout=10).status_code == 200  # HEAD was 404 (helper-53)
+
+
+def _multipart_upload_head_and_body(url: str, path) -> tuple[bytes, bytes]:
+    """A raw ``POST /gradio_api/upload`` of ``path``: the request head and its body, to send apart."""
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{path.name}\"\r\n"
+            f"Content-Type: audio/wav\r\n\r\n").encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+    host = url.split("//")[1].rstrip("/")
+    head = (f"POST /gradio_api/upload HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}\r\nConnection: close\r\n\r\n").encode()
+    return head, body
+
+
+def _answer(connection) -> str:
+    """What the server sent on ``connection`` before it closed (a reset after its answer, for a
+    body it did not read, keeps the answer), then closes it."""
+    received = b""
+    with connection:
+        try:
+            while chunk := connection.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass
+    return received.decode("utf-8", "replace")
+
+
+def test_uploads_that_fill_the_disk_together_get_a_507_and_the_server_goes_on(tmp_path):
+    """Two uploads that each fit, sent at once, passed the free-space check together and then
+    filled the disk while written: that was a bare 500 (helper-50). The temporary folder is a
+    1 MiB tmpfs and each upload a 606 kB real prompt whose head is sent before either body: at
+    least one gets 507 "The server's disk is full" (Starlette spools and Gradio copies: each
+    upload takes twice its size for a while), none a 500; one log line, no traceback; a smaller
+    upload and a request go on."""
+    import socket
+
+    temp_dir = tmp_path / "gradio_tmp"
+    temp_dir.mkdir()
+    wrap = small_disk_wrap(temp_dir, 1024)
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--temp-reserve-mb", "0", wrap=wrap,
+                 env={"GRADIO_TEMP_DIR": str(temp_dir), "FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        head, body = _multipart_upload_head_and_body(app.url, PROMPTS_DIR / "cv_cross_lingual_prompt.wav")
+        connections = [socket.create_connection(("127.0.0.1", app.port), timeout=30) for _ in range(2)]
+        for c in connections:
+            c.sendall(head)
+        time.sleep(1.0)  # both heads checked against the free space before any body arrives
+        for c in connections:
+            c.sendall(body)
+        answers = [_answer(c) for c in connections]
+        statuses = [a.split(" ", 2)[1] for a in answers]
+        assert "507" in statuses and set(statuses) <= {"200", "507"}, answers
+        assert all("disk is full" in a for a, status in zip(answers, statuses) if status == "507"), answers
+        # What the refused uploads had written is gone: a smaller prompt fits again.
+        small = PROMPTS_DIR / "f5_country.flac"
+        r = httpx.post(app.url + "gradio_api/upload", files={"files": (small.name, small.read_bytes(), "audio/flac")},
+                       timeout=30)
+        assert r.status_code == 200, (r.status_code, r.text[:300])
+        event, data = gh.call(app.url, "synthesize", text="hi")
+        assert event == "complete", data
+    log_text = app.log_path.read_text()
+    assert "Traceback" not in log_text and "could not serve POST /gradio_api/upload" in log_text, log_text[-3000:]

@@ -18,7 +18,6 @@ leaves mid-upload), so a client repeating such a request could write megabytes o
 
 from __future__ import annotations
 
-import errno
 import logging
 import traceback
 
@@ -29,7 +28,6 @@ from ..log_throttle import OncePerMinute
 
 log = logging.getLogger(__name__)
 _client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")
-_disk_full = OncePerMinute(log, logging.WARNING, "could not serve %s %s: %s")
 
 MAX_KINDS = 1000  # distinct error kinds remembered; beyond this each gets one line without traceback
 
@@ -59,13 +57,6 @@ class QuietRequestErrors:
         except ClientDisconnect:
             _client_left.note(scope.get("method"), scope.get("path"))
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
-            if isinstance(e, OSError) and e.errno == errno.ENOSPC:
-                # The disk filled while a file was written (an upload that passed temp_space's check,
-                # a result): a bare 500 told the client nothing (helper-50).
-                _disk_full.note(scope.get("method"), scope.get("path"), e)
-                await self._finish(send, started, 507, "The server's disk is full: the file could not be written. "
-                                                       "Try again later.")
-                return
             client_error = _client_error(e)
             if client_error is not None:
                 log.info("answered %s %s with %d: %.200s", scope.get("method"), scope.get("path"),
