@@ -441,6 +441,31 @@ def test_emoticons_drawn_with_kana_are_left_out_with_a_note_not_refused_as_japan
         assert build(kept)[0].text == kept
 
 
+def test_faces_drawn_in_characters_are_left_out_with_a_note_and_look_alikes_stay():
+    """Read aloud, ":-)" was "colon", "└(^o^)┘" "to the power of o", "ʕ•ᴥ•ʔ" "reversed glottal stop
+    ..." and "( ͡° ͜ʖ ͡°)" sign by sign; "ಠ_ಠ" was refused as Kannada (helper-54; espeak-ng's phonemes
+    for the English voice). Text that only looks like a face stays as typed."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    def build(text):
+        request, notes, _ = build_request(text, None, None, None, 1.0, -1, max_text_chars=2000,
+                                          capabilities=engine_capabilities("embedded"))
+        return request.text, " ".join(notes)
+
+    faces = ["( ͡° ͜ʖ ͡°)", "( ͡ಠ ʖ̯ ͡ಠ)", "ʕ•ᴥ•ʔ", "ಠ_ಠ", "ಥ_ಥ", "^_^", "-_-", "o_O", "T_T", "◕‿◕", "└(^o^)┘",
+             "\\(^o^)/", ";_;", ":)", ":-(", ";)", ":D", ":P", ":'(", "=)"]
+    for face in faces:
+        text, notes = build(f"We won {face} today.")
+        assert text == "We won today.", (face, text)
+        assert f"{face} (an emoticon)" in notes, (face, notes)
+    text, notes = build("Call me (really :)) soon")  # the face's ")" and the bracket's
+    assert text == "Call me (really) soon" and ":) (an emoticon)" in notes, (text, notes)
+    for kept in ("Plan D: go now", "if x <3 then stop", "snake_case and a_b", "at 10:30 or 1:3",
+                 "f(x) = (a+b) and (café)", "version x.x soon", "see (...) here"):
+        assert build(kept) == (kept, ""), kept
+
+
 def test_the_citation_note_names_the_marks_removed():
     """The note was a fixed "citation marks ([1], [citation needed])" whatever was removed (helper-52)."""
     from cosyvoice_ui.inputs.markup import remove_markup

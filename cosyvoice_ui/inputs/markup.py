@@ -16,6 +16,8 @@ import html
 import re
 import unicodedata
 
+from . import emoticons
+
 # HTML elements (WHATWG HTML's element index, the ones found in pasted text) and SSML 1.1's
 # elements (W3C Speech Synthesis Markup Language). Tags with a namespace prefix
 # (<mstts:express-as>, <amazon:effect>) are SSML vendor extensions and are removed too.
@@ -61,19 +63,6 @@ _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
-# Kaomoji: a run without spaces, with brackets, that draws with kana or these signs. The shrug
-# ¯\_(ツ)_/¯ was refused as Japanese for the English voice, and without that refusal was read
-# "macron backslash Japanese letter slash macron" (helper-49).
-_KAOMOJI_SIGNS = set("¯´`｀ಠω︶╯╰□━┻┳◕‿ᴗ▽∀≧≦＾・ﾉ") | {chr(c) for c in range(0x3040, 0x3100)}
-
-
-def _is_kaomoji(run: str) -> bool:
-    """True for a picture drawn in characters (``¯\\_(ツ)_/¯``, ``ヽ(´ー｀)ノ``, ``(╯°□°）╯``):
-    brackets, one of ``_KAOMOJI_SIGNS``, no digits, and no more letters than other characters."""
-    if not (set(run) & set("(（") and set(run) & set(")）") and set(run) & _KAOMOJI_SIGNS):
-        return False
-    letters = sum(ch.isalpha() for ch in run)
-    return not any(ch.isdigit() for ch in run) and letters * 2 <= len(run)
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
 # CSS read aloud (forty-second newcomer session). Removed with what is between their tags.
 _CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\1\s*>", re.S | re.I)
@@ -324,16 +313,29 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     # a line: fences, tables, rules and cue numbers were read (forty-fifth newcomer session).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
 
-    def kaomoji(m: re.Match) -> str:
+    def emoticon(m: re.Match) -> str:
         space, word = m.group(1), m.group(2)
         run = word.rstrip(".,!?;:。！？，；：")  # the sentence's own punctuation stays, after the word before
-        if not _is_kaomoji(run):
+        if emoticons.is_emoticon(run):
+            pass
+        elif emoticons.is_emoticon(word):  # ";_;" ends in a sign that is also punctuation
+            run = word
+        elif run[-1:] in (")", "）") and emoticons.is_emoticon(run[:-1]):  # "(great :))" keeps its ")"
+            run = run[:-1]
+        else:
             return m.group()
         note(f"{run} (an emoticon)")
         return word[len(run):] or space or " "
 
+    def spaced_face(m: re.Match) -> str:
+        if not emoticons.is_spaced_face(m.group()):
+            return m.group()
+        note(f"{m.group()} (an emoticon)")
+        return " "
+
     # First: Markdown would take the shrug's "_(ツ)_" for emphasis.
-    out = re.sub(r"([ \t]*)(\S+)", kaomoji, text)
+    out = emoticons.SPACED_FACE.sub(spaced_face, text)
+    out = re.sub(r"([ \t]*)(\S+)", emoticon, out)
     out = _COMMENT.sub(comment, out)
 
     def declaration(m: re.Match) -> str:

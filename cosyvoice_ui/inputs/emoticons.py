@@ -1,0 +1,55 @@
+"""Emoticons: faces drawn in characters, which a voice reads sign by sign.
+
+Read aloud, ``:-)`` was "colon", ``:P`` "colon P", ``└(^o^)┘`` "to the power of o", ``ʕ•ᴥ•ʔ``
+"reversed glottal stop, letter one D two five, glottal stop", ``( ͡° ͜ʖ ͡°)`` its signs one by one;
+``¯\\_(ツ)_/¯`` and ``ಠ_ಠ`` were refused as Japanese and Kannada for the English voice (helper-49,
+helper-54; the readings are espeak-ng's phonemes for Piper's English voice, checked this session).
+:mod:`.markup` removes what :func:`is_emoticon` and :data:`SPACED_FACE` find, with a note.
+
+Recognised, as whole space-separated runs (the sentence's punctuation after one stays):
+- bracketed drawings with kana or drawing signs (``¯\\_(ツ)_/¯``, ``ヽ(´ー｀)ノ``, ``(╯°□°）╯``);
+- eye-mouth-eye faces, bare or in brackets, with arms (``ಠ_ಠ``, ``^_^``, ``-_-``, ``o_O``,
+  ``ʕ•ᴥ•ʔ``, ``└(^o^)┘``, ``\\(^o^)/``);
+- the common sideways faces (``:)``, ``:-(``, ``;)``, ``:D``, ``:P``, ``:'(``, ``=)``, ``:/``).
+Left as typed, because they are also ordinary text: ``<3`` ("x <3" is a comparison), ``XD`` and
+``D:`` (a name, "Plan D:"), and faces glued to a word ("fun:)").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_KAOMOJI_SIGNS = set("¯´`｀ಠω︶╯╰□━┻┳◕‿ᴗ▽∀≧≦＾・ﾉ") | {chr(c) for c in range(0x3040, 0x3100)}
+
+_EYES = "ಠಥʘ◕•◉⊙◔ᵔ˘≧≦╥･・◡☉^><;-"
+_MOUTHS = "_.o‿ᴥω﹏▽益︿⌒ᗜ‸ー∀□дДꈊ"
+_FACE = rf"(?:[{re.escape(_EYES)}][{re.escape(_MOUTHS)}]{{1,3}}[{re.escape(_EYES)}]|[oOTxX]_[oOTxX]|o\.O|O\.o)"
+_ARMS = r"[^\w\s]{0,3}"
+_FACE_RUN = re.compile(rf"ʕ?{_FACE}ʔ?|{_ARMS}[(（]{_FACE}[)）]{_ARMS}")
+_SIDEWAYS = re.compile(r"[:;=]['‑-]?(?:\)|\(+|D|P|p|O|o|/|\||\]|\[|\*)")
+
+# A face drawn with spaces and combining marks: ( ͡° ͜ʖ ͡°), ( ͡ಠ ʖ̯ ͡ಠ). Found in the text
+# before the runs are looked at; a bracketed group only counts with a combining mark in it.
+SPACED_FACE = re.compile(r"[(（][^()（）\n\d]{1,24}[)）]")
+
+
+def is_emoticon(run: str) -> bool:
+    """True for a face drawn in characters, given one run of text without spaces (see the module
+    docstring for what is recognised)."""
+    if _FACE_RUN.fullmatch(run) or _SIDEWAYS.fullmatch(run):
+        return True
+    if not (set(run) & set("(（") and set(run) & set(")）") and set(run) & _KAOMOJI_SIGNS):
+        return False
+    letters = sum(ch.isalpha() for ch in run)
+    return not any(ch.isdigit() for ch in run) and letters * 2 <= len(run)
+
+
+def is_spaced_face(group: str) -> bool:
+    """True for a :data:`SPACED_FACE` match drawn with combining marks: at least one, and letters
+    no more than half of what is not a space (``( ͡° ͜ʖ ͡°)``, ``( ͡ಠ ʖ̯ ͡ಠ)``; not ``(a b)`` or a
+    decomposed ``(café)``)."""
+    drawn = [ch for ch in group if not ch.isspace()]
+    marks = sum(unicodedata.category(ch) == "Mn" for ch in drawn)
+    letters = sum(ch.isalpha() for ch in drawn)
+    return marks > 0 and letters * 2 <= len(drawn)
