@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .precise_cancel import _read_body, _replay, _with_length
+from .asgi_requests import read_body, replay, with_length
 
 ARRIVAL_HEADER = "x-cosyvoice-ui-arrival"
 _HEADER = ARRIVAL_HEADER.encode()
@@ -42,7 +42,7 @@ class NumberArrivals:
         if not (scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith("/queue/join")):
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         try:
             payload = json.loads(body)
             session, fn_index = payload.get("session_hash"), payload.get("fn_index")
@@ -50,4 +50,4 @@ class NumberArrivals:
             session = fn_index = None  # Gradio answers a malformed body itself
         if isinstance(session, str) and session and isinstance(fn_index, int) and fn_index in self.numbered:
             scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))
-        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
+        await self.app(with_length(scope, len(body)), replay(body, receive), send)

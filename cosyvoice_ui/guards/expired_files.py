@@ -13,7 +13,7 @@ import json
 import os
 
 from ..temp_files import upload_ttl_text
-from .precise_cancel import logged_in
+from .asgi_requests import logged_in
 
 _FILE_ROUTE = "/gradio_api/file="
 

@@ -11,7 +11,7 @@ a playlist URL from a proxy log played the synthesized speech to anyone (helper-
 
 from __future__ import annotations
 
-from .precise_cancel import logged_in
+from .asgi_requests import logged_in
 
 _UNCHECKED_ROUTES = ("/gradio_api/heartbeat/", "/gradio_api/stream/")
 

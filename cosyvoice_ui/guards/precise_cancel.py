@@ -21,6 +21,8 @@ import asyncio
 import json
 import logging
 
+from .asgi_requests import logged_in, read_body, replay, with_length
+
 log = logging.getLogger(__name__)
 
 _NO_FUNCTION = -1  # an fn_index no task carries
@@ -37,7 +39,7 @@ class PreciseCancel:
                 "/gradio_api/cancel"):
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         try:
             payload = json.loads(body)
             task_name = f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}"
@@ -50,33 +52,7 @@ class PreciseCancel:
             cancelled = await cancel_task_named(task_name)
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
-        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
-
-async def logged_in(app, scope, route: str) -> bool:
-    """Gradio's own ``GET /gradio_api/login_check``, asked with this request's cookies: True when
-    ``--auth`` is off or the caller is logged in.
-
-    Args:
-        app: the ASGI app below the middleware (Gradio mounted in it).
-        scope: the ASGI scope of the request being checked.
-        route: the Gradio route the request's path ends in (``/gradio_api/cancel``), so the login
-            check is asked under the same mount prefix.
-    """
-    path = scope["path"][: scope["path"].rfind(route)] + "/gradio_api/login_check"
-    check = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
-    status = 0
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    await app(check, receive, send)
-    return status == 200
-
+        await self.app(with_length(scope, len(body)), replay(body, receive), send)
 
 async def cancel_task_named(name: str) -> int:
     """Cancel the running asyncio tasks called ``name`` and wait until they have unwound (as
@@ -93,32 +69,3 @@ async def _answer(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _read_body(receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":  # the client left
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive):
-    sent = False
-
-    async def replay():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # later reads wait for the disconnect, as usual
-    return replay
-
-
-def _with_length(scope, length: int) -> dict:
-    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
-    return {**scope, "headers": headers + [(b"content-length", str(length).encode())]}
