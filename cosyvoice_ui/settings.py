@@ -462,6 +462,7 @@ def _allowed_host(parser: argparse.ArgumentParser, value: str) -> str:
         name = name[1:name.find("]")] if "]" in name else name
     elif name.count(":") == 1:
         name = name.split(":", 1)[0]
+    name = name.removesuffix(".")  # the Host check compares names without DNS's final dot
     try:
         ipaddress.ip_address(name)
         return name

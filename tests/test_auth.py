@@ -122,8 +122,8 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
             assert foreign.status_code == 200, foreign.text
         else:
             assert foreign.status_code == 403 and "--allowed-host" in foreign.json()["detail"], foreign.text
-        for host in (f"localhost:{app.port}", f"127.0.0.1:{app.port}"):
-            assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == 200
+        for host in (f"localhost:{app.port}", f"127.0.0.1:{app.port}", f"localhost.:{app.port}"):  # last: helper-54
+            assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == 200, host
     finally:
         app.stop()
 
@@ -134,7 +134,7 @@ def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
     app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--allowed-host", "Voices.example.org:8443")
     try:
         app.wait_healthy()
-        for host in ("voices.example.org", "voices.example.org:8443", "VOICES.example.org"):
+        for host in ("voices.example.org", "voices.example.org:8443", "VOICES.example.org", "voices.example.org."):
             assert httpx.get(app.url + "config", headers={"Host": host}).status_code == 200, host
         refused = httpx.get(app.url + "config", headers={"Host": "other.example.org"})
         assert refused.status_code == 403 and "voices.example.org" in refused.json()["detail"], refused.text

@@ -5,7 +5,9 @@ rebinding, a page from ``evil.example`` gets its name to resolve to 127.0.0.1 an
 API as a same-origin page (helper-51: ``Host: evil.example:7860`` got 200 and CORS headers
 allowing that origin). Such a request still names the foreign host in its ``Host`` header, so
 with ``--host`` a loopback address, a request whose ``Host`` is not ``localhost``, a 127.x.y.z
-address, ``[::1]`` or a name given with ``--allowed-host`` is answered 403 with what would work.
+address, ``[::1]`` or a name given with ``--allowed-host`` (each also with DNS's final dot,
+``localhost.``) is answered 403 with what would work. ``0.0.0.0`` is refused: browsers reach this
+machine through it, and so did DNS-rebinding attacks ("0.0.0.0 day", 2024).
 Serving on another address (``0.0.0.0``, a LAN address) the app cannot know its names, and this
 check is off.
 """
@@ -52,7 +54,7 @@ class LoopbackHostOnly:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
             header = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
-            name = _host_name(header).lower()
+            name = _host_name(header).lower().removesuffix(".")  # "localhost." is the same name, fully qualified
             if not header or not (is_loopback(name) or name in self.allowed):
                 await self._refuse(scope, send, header)
                 return
