@@ -189,6 +189,7 @@ def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor
     out, stats = first.result(timeout=5)
     assert stats.pid == old_pid  # it finished on the old worker, within the grace period
     assert report.old_pid == old_pid and report.new_pid not in (None, old_pid)
+    assert report.rerun_request_id is None
     assert all(f.result(timeout=30)[1].pid == report.new_pid for f in queued)
 
 
@@ -202,6 +203,16 @@ def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, m
         assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
         out, stats = f.result(timeout=30)
         assert stats.pid == report.new_pid
+        # The report says the request was stopped and runs again: "waited for the running request"
+        # read as if it had finished (helper-55).
+        from cosyvoice_ui.ui.formatting import restart_markdown
+        from cosyvoice_ui.worker.supervisor import report_to_dict
+
+        assert report.rerun_request_id is not None
+        text = restart_markdown({**report_to_dict(report), "since_press_s": report.duration_s + 0.6}, None)
+        assert "did not finish within the grace, so it was stopped; it runs again from the start" in text, text
+        assert sup.status()["last_restart"]["rerun_request_id"] == report.rerun_request_id
+        assert sup.restart().rerun_request_id is None  # nothing running: nothing stopped
 
 
 def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, monkeypatch):
@@ -255,6 +266,18 @@ def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_p
         _wait_until(lambda: sup.status()["heartbeat_age_s"] is not None, 30)
         stopped = sup.worker_pid
         os.kill(stopped, signal.SIGSTOP)
+        assert _wait_until(lambda: sup.worker_pid not in (stopped, None), 25), "the stopped worker was not replaced"
+        assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
+
+
+def test_worker_stopped_before_its_first_heartbeat_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
+    """SIGSTOP within milliseconds of the spawn, before any heartbeat: it waited the whole
+    --worker-start-timeout (180 s; helper-56). Now the heartbeat timeout counts from the spawn."""
+    with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:
+        _wait_until(lambda: sup.worker_pid is not None, 30, poll_s=0.002)
+        stopped = sup.worker_pid
+        os.kill(stopped, signal.SIGSTOP)
+        assert sup.status()["heartbeat_age_s"] is None, "the heartbeat had started: the test proves nothing"
         assert _wait_until(lambda: sup.worker_pid not in (stopped, None), 25), "the stopped worker was not replaced"
         assert sup.status()["restarts_by_reason"] == {"load_hung": 1}, sup.status()
 

@@ -162,11 +162,17 @@ def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
               f"; {report['since_press_s']:.2f} s after the press, which waited for the running request"
               if report.get("waited_for_request", True) else
               f"; {report['since_press_s']:.2f} s after the press, with the old worker's end")
+    if report.get("rerun_request_id"):
+        waited = (f"; {report['since_press_s']:.2f} s after the press, which waited its grace (--restart-grace) for the "
+                  f"running request" if waited_s >= 1.0 else "")
     if report.get("old_pid") is None:  # the model was unloaded (idle): loaded, nothing replaced ("pid None → 123")
         return (f"Loaded the model in **{report['duration_s']:.2f} s** (it had been unloaded after idle time): "
                 f"worker pid {report['new_pid']}. Worker RSS {mib(after.get('rss_bytes'))}.")
     parts = [f"Restarted in **{report['duration_s']:.2f} s** (until the model was loaded{waited}): "
              f"pid {report['old_pid']} → {report['new_pid']}.",
+             *([f"The running request did not finish within the grace, so it was stopped; it runs again from "
+                f"the start on the new worker (request {report['rerun_request_id']})."]
+               if report.get("rerun_request_id") else []),
              f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
     if before.get("allocated_bytes") is not None or after.get("allocated_bytes") is not None:
         parts.append(f"torch reserved before {mib(before.get('reserved_bytes'))}, after {mib(after.get('reserved_bytes'))}.")

@@ -111,6 +111,9 @@ class RestartReport:
     memory_before: msg.MemorySnapshot | None
     memory_after: msg.MemorySnapshot | None
     error: str | None = None
+    # The id of the request the restart stopped after --restart-grace (it runs again from the start
+    # on the new worker): the report said only that the press "waited for the running request" (helper-55).
+    rerun_request_id: str | None = None
 
 
 class Supervisor:
@@ -189,6 +192,7 @@ class Supervisor:
         self._restarts: collections.Counter[str] = collections.Counter()
         self._last_error: str | None = None
         self._last_restart: RestartReport | None = None
+        self._rerun_for_restart: str | None = None  # a request stopped after the grace, for the report
         self._completed = 0
         self._thread = threading.Thread(target=self._run, name="supervisor", daemon=True)
 
@@ -517,8 +521,10 @@ class Supervisor:
     def _stopped_while_loading(self, w) -> bool:
         # Loading may keep the heartbeat silent for long (a TensorRT build holding the GIL, a
         # slow disk), so only a process the kernel has stopped is given up on before
-        # --worker-start-timeout; it waited the whole 180 s (fourteenth newcomer session).
-        if not w.last_heartbeat_at or time.monotonic() - w.last_heartbeat_at <= self.heartbeat_timeout_s:
+        # --worker-start-timeout; it waited the whole 180 s (fourteenth newcomer session). Before its
+        # first heartbeat the time counts from the spawn: one stopped within 0.1 s of it also waited
+        # the whole 180 s (helper-56).
+        if time.monotonic() - (w.last_heartbeat_at or w.started_at) <= self.heartbeat_timeout_s:
             return False
         try:
             return psutil.Process(w.process.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
@@ -787,6 +793,7 @@ class Supervisor:
                         job_to_fail = job
                     else:
                         self._pending.appendleft(job)
+                        self._rerun_for_restart = job.id
                         job_to_fail = None
                 if job_to_fail:
                     self._record(job_to_fail, "shutdown", error="killed at shutdown after the grace period")
@@ -998,6 +1005,12 @@ class Supervisor:
         # The running request (if any) has already finished or been requeued by _run_job.
         self._end_gracefully(w)
         report = self._replace_worker(reason)
+        with self._lock:
+            rerun, self._rerun_for_restart = self._rerun_for_restart, None
+        if rerun is not None:
+            report = dataclasses.replace(report, rerun_request_id=rerun)
+            with self._lock:
+                self._last_restart = report
         for _, f in waiters:
             if not f.done():
                 f.set_result(report)
