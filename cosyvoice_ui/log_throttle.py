@@ -1,23 +1,59 @@
 """A log line that may repeat as often as clients like is written at most once a minute, with a
 count: what a client can make happen must not flood the log (a connection flood wrote 16,384
-tracebacks and a line per dropped upload in seconds; helper-51)."""
+tracebacks and a line per dropped upload in seconds; helper-51; 300 requests for an unknown
+endpoint wrote 300 lines; helper-56).
+
+Occurrences counted but not yet written are written within about a minute even when no more
+come (a burst that ended was only reported at the next occurrence, maybe days later; helper-56):
+a daemon thread looks every few seconds at the throttles that hold some.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+import weakref
 
 EVERY_S = 60.0
+_FLUSH_CHECK_S = 5.0
+
+_holding: weakref.WeakSet = weakref.WeakSet()  # throttles with occurrences not written yet
+_flusher: threading.Thread | None = None
+_flusher_lock = threading.Lock()
+
+
+def _flush_loop() -> None:
+    while True:
+        time.sleep(_FLUSH_CHECK_S)
+        for throttle in list(_holding):
+            try:
+                throttle.flush()
+            except Exception:  # noqa: BLE001 - a logging handler's fault must not end the thread
+                pass
+
+
+def flush_later(throttle) -> None:
+    """Have ``throttle.flush()`` called every few seconds until it has written what it holds."""
+    global _flusher
+    _holding.add(throttle)
+    if _flusher is None:
+        with _flusher_lock:
+            if _flusher is None:
+                _flusher = threading.Thread(target=_flush_loop, name="log-throttle-flush", daemon=True)
+                _flusher.start()
 
 
 class OncePerMinute:
     """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" when a minute has
-    passed since the last line of this kind; otherwise it only counts. Thread-safe."""
+    passed since the last line of this kind; otherwise it only counts, and the count is written
+    (with the last occurrence's ``args``) once the minute has passed, whether or not another
+    occurrence comes. Thread-safe."""
 
     def __init__(self, logger: logging.Logger, level: int, message: str, every_s: float = EVERY_S) -> None:
         self.logger, self.level, self.message, self.every_s = logger, level, message, every_s
         self.count, self.last_s = 0, -every_s
+        self._last_args: tuple = ()
         self._lock = threading.Lock()
 
     def note(self, *args) -> None:
@@ -25,6 +61,41 @@ class OncePerMinute:
             self.count += 1
             now = time.monotonic()
             if now - self.last_s < self.every_s:
+                self._last_args = args
+                flush_later(self)  # under the lock: flush() forgets it under the same lock
                 return
             count, self.count, self.last_s = self.count, 0, now
         self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
+
+    def flush(self) -> None:
+        """Write the occurrences counted since the last line, if a minute has passed since it."""
+        with self._lock:
+            now = time.monotonic()
+            if not self.count:
+                _holding.discard(self)
+                return
+            if now - self.last_s < self.every_s:
+                return
+            count, self.count, self.last_s, args = self.count, 0, now, self._last_args
+            _holding.discard(self)
+        self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
+
+
+class OncePerMinuteByKind:
+    """One :class:`OncePerMinute` per kind (a status code, an endpoint), made on first use; at most
+    ``max_kinds`` kinds are kept apart, the rest share one. Thread-safe."""
+
+    def __init__(self, logger: logging.Logger, level: int, message: str, max_kinds: int = 100,
+                 every_s: float = EVERY_S) -> None:
+        self.logger, self.level, self.message, self.every_s, self.max_kinds = logger, level, message, every_s, max_kinds
+        self._kinds: dict = {}
+        self._lock = threading.Lock()
+
+    def note(self, kind, *args) -> None:
+        with self._lock:
+            throttle = self._kinds.get(kind)
+            if throttle is None:
+                key = kind if len(self._kinds) < self.max_kinds else None
+                throttle = self._kinds.setdefault(key, OncePerMinute(self.logger, self.level, self.message,
+                                                                     self.every_s))
+        throttle.note(*args)

@@ -26,7 +26,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.temp_space import TempSpace, UploadSpace
-from .log_throttle import OncePerMinute
+from .log_throttle import OncePerMinute, OncePerMinuteByKind
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
@@ -188,7 +188,7 @@ def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
     async def keyword_error(request: fastapi.Request, error: Exception):
         if request.method != "POST" or "/call/v2/" not in request.url.path:
             raise error
-        log.info("refused %s %s: %.200s", request.method, request.url.path, error)
+        _refused.note("keyword", request.method, request.url.path[:200], str(error)[:200])
         return JSONResponse({"error": str(error)}, status_code=422)
 
     for gradio_app in _gradio_apps(app):
@@ -196,6 +196,9 @@ def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
 
 
 _disk_full = OncePerMinute(log, logging.WARNING, "could not serve %s %s: %s")
+# Calls a client can repeat in a loop (an unknown endpoint or fn_index): a line each wrote 300 lines
+# for 300 requests (helper-56); one line a minute per kind, with a count.
+_refused = OncePerMinuteByKind(log, logging.INFO, "refused %s %s: %s")
 
 
 def _say_disk_full(app: fastapi.FastAPI) -> None:
@@ -225,7 +228,7 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
 
     async def unknown(request: fastapi.Request, error: Exception):
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
-        log.info("refused %s %s: no such endpoint", request.method, request.url.path[:200])
+        _refused.note("endpoint", request.method, request.url.path[:200], "no such endpoint")
         return JSONResponse({"error": f"No API endpoint is named {name[:100]!r}. The endpoints are "
                                       f"{', '.join(public)} (their parameters: GET /gradio_api/info)."},
                             status_code=404)
@@ -238,7 +241,7 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
         path = request.url.path.rstrip("/")
         if request.method == "POST" and (path.endswith("/queue/join") or "/run/" in path or "/api/" in path):
             key = repr(error.args[0])[:50] if error.args else "?"
-            log.info("refused %s %s: no event has fn_index %s", request.method, path[:200], key)
+            _refused.note("fn_index", request.method, path[:200], f"no event has fn_index {key}")
             return JSONResponse({"error": f"No event has fn_index {key}. Call the "
                                           f"endpoints by name: {', '.join(public)} (their parameters: GET "
                                           f"/gradio_api/info)."}, status_code=404)

@@ -10,7 +10,8 @@ leaves mid-upload), so a client repeating such a request could write megabytes o
   most one a minute with a count (a flood of dropped uploads wrote a line each; helper-51);
 - a 4xx ``HTTPException`` raised after the response started (Gradio's result stream for an event
   id it no longer knows, which a client reading a result twice gets: the client was already sent
-  the error) is one line; it logged a 90-line traceback (sixteenth newcomer session);
+  the error) is one line, at most one a minute per method and status with a count; it logged a
+  90-line traceback (sixteenth newcomer session), then a line per request (helper-56);
 - any other error that escapes is logged with its traceback the first time its kind is seen
   (exception type and the line that raised it) and after that as one line a minute per kind,
   with a count, so a real bug still shows its traceback once; the client gets a plain 500.
@@ -24,10 +25,13 @@ import traceback
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from ..log_throttle import OncePerMinute
+from ..log_throttle import OncePerMinute, OncePerMinuteByKind
 
 log = logging.getLogger(__name__)
 _client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")
+# A result GET for an unknown event id, /queue/data for an unknown session: one line a minute per
+# method and status (a line each flooded the log; helper-56).
+_answered = OncePerMinuteByKind(log, logging.INFO, "answered %s %s with %d: %s")
 
 MAX_KINDS = 1000  # distinct error kinds remembered; beyond this each gets one line without traceback
 
@@ -59,8 +63,8 @@ class QuietRequestErrors:
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
             client_error = _client_error(e)
             if client_error is not None:
-                log.info("answered %s %s with %d: %.200s", scope.get("method"), scope.get("path"),
-                         client_error.status_code, client_error.detail)
+                _answered.note((scope.get("method"), client_error.status_code), scope.get("method"),
+                               str(scope.get("path"))[:200], client_error.status_code, str(client_error.detail)[:200])
                 await self._finish(send, started, client_error.status_code, str(client_error.detail))
                 return
             self._log(scope, e)

@@ -19,6 +19,8 @@ import threading
 import time
 from typing import Callable
 
+from ..log_throttle import flush_later
+
 log = logging.getLogger(__name__)
 
 # The address of the client whose login is being checked (set by LoginClientAddress).
@@ -63,7 +65,7 @@ class LoginCheck:
         self._every_s = log_every_s
         self._lock = threading.Lock()
         self._last_line_at: float | None = None
-        self._unlogged = 0
+        self._reasons: dict[str, int] = {}  # of the failures not logged yet: reason -> count
         self._addresses: dict[str, None] = {}  # of the failures not logged yet, in order
 
     def __call__(self, username: str, password: str) -> bool:
@@ -73,21 +75,42 @@ class LoginCheck:
         if user_ok and password_ok:
             return True
         self._on_failure()
-        now = time.monotonic()
         address = _client_address.get()
+        reason = "wrong password" if user_ok else "unknown user name"
         with self._lock:
-            self._unlogged += 1
+            self._reasons[reason] = self._reasons.get(reason, 0) + 1
             if address and len(self._addresses) <= _MAX_ADDRESSES_LOGGED:
                 self._addresses[address] = None
-            if self._last_line_at is not None and now - self._last_line_at < self._every_s:
+            if self._last_line_at is not None and time.monotonic() - self._last_line_at < self._every_s:
+                # Written within the minute even if no failure follows (it waited for the next
+                # one, maybe days later; helper-56).
+                flush_later(self)
                 return False
-            count, self._unlogged, self._last_line_at = self._unlogged, 0, now
-            addresses, self._addresses = list(self._addresses), {}
-        # Neither the user name typed nor the password is logged: either may be the other's secret.
+            line = self._take_line()
+        log.warning(line)
+        return False
+
+    def flush(self) -> None:
+        """Write the failures counted since the last line, once ``log_every_s`` has passed since it."""
+        with self._lock:
+            if not self._reasons or time.monotonic() - self._last_line_at < self._every_s:
+                return
+            line = self._take_line()
+        log.warning(line)
+
+    def _take_line(self) -> str:
+        # Called with the lock held. Neither the user name typed nor the password is logged: either
+        # may be the other's secret. Each reason is counted: the line named only the last one's
+        # reason for a burst of 30 wrong passwords and 2 unknown names (helper-56).
+        reasons, self._reasons = self._reasons, {}
+        addresses, self._addresses = list(self._addresses), {}
+        self._last_line_at = time.monotonic()
+        count = sum(reasons.values())
         where = ""
         if addresses:
             shown = ", ".join(addresses[:_MAX_ADDRESSES_LOGGED])
             where = f" from {shown}{' and others' if len(addresses) > _MAX_ADDRESSES_LOGGED else ''}"
-        log.warning("failed login%s: %s%s", where, "wrong password" if user_ok else "unknown user name",
-                    f" ({count} failed logins since the last such line)" if count > 1 else "")
-        return False
+        if count == 1:
+            return f"failed login{where}: {next(iter(reasons))}"
+        what = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        return f"{count} failed logins{where} since the last such line: {what}"

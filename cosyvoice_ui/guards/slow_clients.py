@@ -31,7 +31,7 @@ import resource
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..log_throttle import OncePerMinute
+from ..log_throttle import OncePerMinute, OncePerMinuteByKind
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,30 @@ def connection_limit() -> int:
     return max(32, min(8192, (soft - in_use) // 3))
 
 
+# What uvicorn warns about for each request a client sends so: garbage bytes (it answers 400), an
+# Upgrade header it does not serve.
+_CLIENT_MADE_WARNINGS = ("Invalid HTTP request received.", "Unsupported upgrade request.")
+_client_made = OncePerMinuteByKind(log, logging.WARNING, "uvicorn: %s")
+
+
+class _QuietInvalidRequests:
+    """uvicorn's logger for one connection, with its warnings about what a client sent
+    (``_CLIENT_MADE_WARNINGS``) written at most once a minute each, with a count: garbage sent in
+    a loop wrote a line each (helper-56). Everything else goes to uvicorn's logger as before."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+
+    def warning(self, msg, *args, **kwargs) -> None:
+        if msg in _CLIENT_MADE_WARNINGS and not args:
+            _client_made.note(msg, msg.rstrip("."))
+            return
+        self._logger.warning(msg, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._logger, name)
+
+
 class DeadlineH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a read deadline and a connection limit (see the module).
 
@@ -71,6 +95,10 @@ class DeadlineH11Protocol(H11Protocol):
         """Set the deadline (seconds) and the connection limit (default :func:`connection_limit`)."""
         cls.read_timeout_s = read_timeout_s
         cls.max_connections = connection_limit() if max_connections is None else max_connections
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger = _QuietInvalidRequests(self.logger)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None

@@ -4,8 +4,8 @@ Before an event handler runs, Gradio checks and moves the payload's files (a ``F
 each file parameter) and runs each component's preprocessing. When that fails, it prints a
 full traceback (20-100 lines) and answers with its own wording ("Could not preprocess input
 component at index 4", a pydantic report), so a client sending junk in a loop could flood the
-log cheaply (second newcomer session). Here every such failure becomes one log line and a
-message that names the parameter and says what would work.
+log cheaply (second newcomer session). Here every such failure becomes a message that names the
+parameter and says what would work, and a log line (at most one a minute per endpoint, with a count).
 
 The server also never downloads a URL given as a file: Gradio would fetch it with no size
 limit, bypassing ``--max-upload-mb``; and a prompt is meant to be uploaded.
@@ -22,7 +22,11 @@ import pydantic
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 from gradio_client import utils as client_utils
 
+from ..log_throttle import OncePerMinuteByKind
+
 log = logging.getLogger(__name__)
+# Wrong values sent in a loop wrote a line each (helper-56): one a minute per endpoint, with a count.
+_refused_calls = OncePerMinuteByKind(log, logging.INFO, "refused a call to %s: %s")
 
 _FILE_HINT = "upload the file first (gradio_client: handle_file('voice.wav')) or send null"
 
@@ -64,7 +68,7 @@ class ApiBlocks(gr.Blocks):
             raise self._refused(block_fn, describe_payload_error(block_fn, inputs, e)) from None
 
     def _refused(self, block_fn, message: str) -> gr.Error:
-        log.info("refused a call to %s: %s", f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
+        _refused_calls.note(block_fn.api_name, f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
         if self._on_refused is not None:
             try:
                 self._on_refused(block_fn.api_name, message)
