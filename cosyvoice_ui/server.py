@@ -63,9 +63,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
-    app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
-                       max_text_chars=settings.max_text_chars)
     app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
+    app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
+                       max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import socket
 import time
 import uuid
 
@@ -140,6 +142,30 @@ def test_uploads_are_refused_with_a_message_when_the_temp_folder_has_no_room(tmp
         assert httpx.head(app.url + "healthz", timeout=10).status_code == 200  # HEAD was 404 (helper-53)
 
 
+def test_an_upload_too_large_for_the_disk_and_the_limit_is_told_too_large_and_figures_need_the_login(tmp_path):
+    """A declared 70 GiB upload got 507 "no room ... try again later" (it never can) where 30 MB got
+    413, and the free space was told to anyone under --auth (helper-56). The size limit comes
+    first; the disk's figures only to a logged-in caller, with one decimal."""
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--temp-reserve-mb", "100000000",
+                 "--auth", "alice:s3cret", env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        head = (f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nContent-Length: {70 * 2**30}\r\n"
+                "Content-Type: multipart/form-data; boundary=x\r\nConnection: close\r\n\r\n").encode()
+        with socket.create_connection(("127.0.0.1", app.port), timeout=30) as c:
+            c.sendall(head)
+            answer = _answer(c)
+        assert answer.startswith("HTTP/1.1 413") and "too large" in answer.lower(), answer
+        prompt = PROMPTS_DIR / "xtts_male.wav"
+        files = {"files": (prompt.name, prompt.read_bytes(), "audio/wav")}
+        anonymous = httpx.post(app.url + "gradio_api/upload", files=files, timeout=30)
+        assert anonymous.status_code == 401 and "MiB" not in anonymous.text, anonymous.text
+        with httpx.Client(base_url=app.url, timeout=30) as browser:
+            assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200
+            r = browser.post("gradio_api/upload", files=files)
+        assert r.status_code == 507, (r.status_code, r.text)
+        detail = r.json()["detail"]
+        assert re.search(r"[\d,]+\.\d MiB free", detail) and "this upload needs 0.7 MiB" in detail, detail
+
+
 def _multipart_upload_head_and_body(url: str, path) -> tuple[bytes, bytes]:
     """A raw ``POST /gradio_api/upload`` of ``path``: the request head and its body, to send apart."""
     boundary = uuid.uuid4().hex
@@ -171,7 +197,6 @@ def test_uploads_that_fill_the_disk_together_get_a_507_and_the_server_goes_on(tm
     least one gets 507 "The server's disk is full" (Starlette spools and Gradio copies: each
     upload takes twice its size for a while), none a 500; one log line, no traceback; a smaller
     upload and a request go on."""
-    import socket
 
     temp_dir = tmp_path / "gradio_tmp"
     temp_dir.mkdir()

@@ -16,6 +16,7 @@ import shutil
 import threading
 
 from ..log_throttle import OncePerMinute
+from .asgi_requests import logged_in
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,11 @@ class TempSpace:
         free = self.free_bytes()
         if free is None or free - incoming_bytes >= self.reserve_bytes:
             return None
-        return (f"The server has no room for uploads now: {free / MIB:,.0f} MiB free in its temporary folder, "
-                f"and {self.reserve_bytes / MIB:,.0f} MiB are kept for results (--temp-reserve-mb). Try again "
-                f"later; uploads and results are deleted after --temp-file-ttl.")
+        # One decimal: "20 MiB free, and 20 MiB are kept" read as room enough (19.8 MiB free; helper-56).
+        upload = f", this upload needs {incoming_bytes / MIB:,.1f} MiB," if incoming_bytes else ""
+        return (f"The server has no room for uploads now: {free / MIB:,.1f} MiB free in its temporary folder"
+                f"{upload} and {self.reserve_bytes / MIB:,.1f} MiB are kept for results (--temp-reserve-mb). "
+                f"Try again later; uploads and results are deleted after --temp-file-ttl.")
 
     def refuse(self, message: str) -> None:
         """Count and log (at most a line a minute) a refused upload."""
@@ -69,7 +72,9 @@ class TempSpace:
 
 class UploadSpace:
     """Pure ASGI middleware: ``POST .../gradio_api/upload`` is answered 507 while
-    :meth:`TempSpace.problem` says there is no room for its declared length."""
+    :meth:`TempSpace.problem` says there is no room for its declared length (to a logged-in caller,
+    under ``--auth``). Installed inside :class:`~.request_size_limit.RequestSizeLimit`, so an upload
+    over ``--max-upload-mb`` is told so (413), not to try again later (helper-56)."""
 
     def __init__(self, app, space: TempSpace) -> None:
         self.app, self.space = app, space
@@ -78,7 +83,8 @@ class UploadSpace:
         if scope["type"] == "http" and scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith(_UPLOAD):
             declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
             message = self.space.problem(int(declared) if declared.strip().isdigit() else 0)
-            if message is not None:
+            # Under --auth, only a logged-in caller learns the disk's figures; others get Gradio's 401.
+            if message is not None and await logged_in(self.app, scope, _UPLOAD):
                 self.space.refuse(message)
                 body = json.dumps({"detail": message}).encode()
                 await send({"type": "http.response.start", "status": 507,
