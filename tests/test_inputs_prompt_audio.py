@@ -187,6 +187,16 @@ def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     assert "No prompt audio was received" not in message and "--temp-file-ttl" not in message
 
 
+def test_a_misnamed_upload_is_not_called_expired(tmp_path):
+    """"voice.wavx" next to the real "voice.wav" was "no longer on the server: uploads are kept for
+    1 hour" (helper-56): it never was. Its folder still holds the upload, so the name is wrong."""
+    upload_folder = tmp_path / "0f3a9c"
+    upload_folder.mkdir()
+    (upload_folder / "voice.wav").write_bytes(b"RIFF")
+    message = _refused(upload_folder / "voice.wavx", "its upload folder has no file of that name")
+    assert "no longer" not in message and "kept for" not in message and str(tmp_path) not in message
+
+
 def test_the_expired_upload_message_gives_the_running_apps_time(monkeypatch, tmp_path):
     """With --temp-file-ttl 60 the page said "(default 1 hour)" and named a flag its user cannot
     see (forty-fourth newcomer session)."""

@@ -100,13 +100,22 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
         ``note`` says which track of a file with several audio tracks was used, else ``None``.
 
     Raises:
-        InputError: no path, the file is gone (deleted after ``--temp-file-ttl``), not a file,
+        InputError: no path, the file is gone (deleted after ``--temp-file-ttl``) or misnamed, not a file,
             empty, truncated, not audio, or in no format that libsndfile or FFmpeg (through PyAV)
             can decode.
     """
     if not path:
         raise InputError("No prompt audio was received. Upload a recording or record one with the microphone.")
     if not os.path.lexists(path):
+        # An upload's folder (Gradio's, one per upload) that still holds files: the name was
+        # mistyped, not expired (helper-56 was told "no longer on the server" for "voice.wavx").
+        try:
+            others = os.listdir(os.path.dirname(path))
+        except OSError:
+            others = []
+        if others:
+            raise InputError("The prompt audio is not on the server: its upload folder has no file of that name. "
+                             "Send the path the upload answered, unchanged, or upload the recording again.")
         # An upload named by a client after it was deleted: it was received, long ago.
         # The page's user sees no flags: the time is the running app's (forty-fourth newcomer session).
         from ..temp_files import upload_ttl_text
