@@ -230,9 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _parents(folder: str) -> list[str]:
+    """``folder`` and the folders above it, the top one first."""
+    out = []
+    while folder and folder not in out:
+        out.append(folder)
+        folder = os.path.dirname(folder)
+    return out[::-1]
+
+
 def _append_problem(path: str) -> str | None:
     """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``."""
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        # A file where a folder of the path should be was "the folder does not exist" (helper-56).
+        blocking = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
+        if blocking is not None:
+            return f"its folder cannot exist: {os.path.basename(blocking)!r} on its way is a file, not a folder"
         return "the folder does not exist"
     if os.path.isdir(path):
         return "is a folder; give a file name inside it"

@@ -38,6 +38,8 @@ from .conftest import ROOT, free_port
     (["--device", "gpu"], "--device 'gpu': use auto, cpu, cuda or cuda:N"),
     (["--ledger", "{tmp}"], "is a folder; give a file name inside it"),
     (["--ledger", "{tmp}/missing/ledger.jsonl"], "the folder does not exist"),
+    (["--ledger", "{tmp}/a_file/logs/ledger.jsonl"], "'a_file' on its way is a file, not a folder"),  # helper-56
+    (["--gpu-log", "{tmp}/a_file/gpu.csv"], "'a_file' on its way is a file, not a folder"),
     (["--ledger", "/proc/version"], "is a system file"),
     # A file named as the model folder was called "no such folder" (thirty-sixth newcomer session).
     (["--engine", "cosyvoice", "--model-dir", "/etc/hostname", "--cosyvoice-repo", "/tmp"], "is a file, not a folder"),
@@ -65,6 +67,7 @@ from .conftest import ROOT, free_port
     (["--allowed-host", "https://proxy.example"], "not a URL"),  # allowed the host "https" (helper-54)
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
     with pytest.raises(SystemExit) as e:
         parse_settings([a.format(tmp=tmp_path) for a in argv])
     assert e.value.code == 2
