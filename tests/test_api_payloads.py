@@ -285,9 +285,12 @@ def test_a_rest_result_is_read_once_and_a_second_reader_is_told_so(app):
         assert gh.parse_sse(first.read().decode())[0] == "complete"
     finally:
         first.close()
-    # An unknown event id keeps Gradio's own answer.
+    # An unknown event id gets Gradio's error event, in words.
     with gh.open_result_stream(app.url, "synthesize", "0123abcd", 10) as r:
-        assert gh.parse_sse(r.read().decode()) == ("error", '"404: Not Found"')
+        event, data = gh.parse_sse(r.read().decode())
+    # In words: Gradio's bare "404: Not Found" said nothing of why or what to do (helper-56).
+    assert event == "error" and "No call with this event id is waiting here" in data, data
+    assert "Send the call again" in data
 
 
 @pytest.mark.parametrize("path", ["gradio_api/call/synthesise", "gradio_api/call/v2/nonexistent"])

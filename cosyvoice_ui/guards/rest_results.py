@@ -11,7 +11,9 @@ two GETs at once split the messages between them, and one waited forever for its
   ``event: error`` saying so;
 - a GET while another connection is reading the same event gets ``event: error`` at once;
 - a GET after a reader left before the end (a dropped connection) goes on to Gradio, which
-  sends what was not yet sent: a retry after a network blip still gets its result.
+  sends what was not yet sent: a retry after a network blip still gets its result;
+- a GET of an event id Gradio does not know gets Gradio's error event with words instead of its
+  bare "404: Not Found" (only in a stream without Content-Length, as Gradio's is).
 
 Up to :data:`_REMEMBERED` event ids are remembered (about 1 MB), the oldest forgotten first.
 """
@@ -26,6 +28,10 @@ _RESULT_PATH = re.compile(r"/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")
 _FINAL = re.compile(rb"(?:^|\n)event: (?:complete|error)\n")
 _REMEMBERED = 10_000
 _READING, _DELIVERED = "reading", "delivered"
+_GRADIO_UNKNOWN = b'"404: Not Found"'
+_UNKNOWN = json.dumps("404: No call with this event id is waiting here: event ids come from POST "
+                      "/gradio_api/call/<name>, and one is forgotten once its result was read or the server "
+                      "restarted. Send the call again for a new event id.").encode()
 
 
 class OneReaderPerResult:
@@ -54,10 +60,17 @@ class OneReaderPerResult:
         self._remember(event_id, _READING)
         delivered = False
 
+        sized = False
+
         async def watch(message) -> None:
-            nonlocal delivered
+            nonlocal delivered, sized
+            if message["type"] == "http.response.start":
+                sized = any(k.lower() == b"content-length" for k, _ in message.get("headers", ()))
             body = message.get("body", b"") if message["type"] == "http.response.body" else b""
-            if _FINAL.search(body) and b'"404: Not Found"' not in body:  # an unknown id was not delivered
+            if _FINAL.search(body) and _GRADIO_UNKNOWN in body and not sized:  # an unknown id was not delivered
+                # Gradio's bare "404: Not Found" said nothing of why or what to do (helper-56).
+                message = {**message, "body": body.replace(_GRADIO_UNKNOWN, _UNKNOWN)}
+            elif _FINAL.search(body):
                 delivered = True
             await send(message)
 
