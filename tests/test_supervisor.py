@@ -236,6 +236,20 @@ def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, mon
         assert sup.status()["state"] == "stopped"
 
 
+def test_a_restart_press_waiting_at_a_stop_is_told_to_press_again_later(tmp_path, monkeypatch):
+    """It got "The application is shutting down." and no word of what to do (helper-56)."""
+    from cosyvoice_ui.errors import ServiceStopping
+
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=10) as sup:
+        running = sup.submit(SynthesisRequest(text="sleep:2 running while Restart waits"))
+        _wait_in_flight(sup)
+        restart = sup.restart(wait=False)
+        sup.stop()
+        with pytest.raises(ServiceStopping, match="Press Restart again once the server is back"):
+            restart.result(timeout=30)
+        assert running.result(timeout=5)[1].audio_s > 0
+
+
 def test_request_whose_worker_dies_during_a_stop_is_told_it_was_interrupted(tmp_path, monkeypatch):
     """It had run for seconds: "shut down before this request ran" was wrong (twelfth newcomer session)."""
     with _supervisor(tmp_path, monkeypatch, restart_grace_s=10) as sup:

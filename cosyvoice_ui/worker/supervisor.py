@@ -320,7 +320,8 @@ class Supervisor:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._stopping:
-                raise ServiceStopping("The application is shutting down.")
+                raise ServiceStopping("The application is shutting down; press Restart again once the server is "
+                                      "back, if still needed.")
             if self._reloading:
                 self._load_joiners.append(future)
             else:
@@ -346,7 +347,8 @@ class Supervisor:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._stopping:
-                raise ServiceStopping("The application is shutting down.")
+                raise ServiceStopping("The application is shutting down; the worker's memory is returned when it "
+                                      "ends.")
             pid_at_press = self._worker.process.pid if self._worker else None
             self._cache_waiters.append(future)
             self._wake.notify_all()
@@ -1042,8 +1044,14 @@ class Supervisor:
             cache_waiters, self._cache_waiters = self._cache_waiters, []
             w = self._worker
             self._state = STOPPED
-        for f in [f for _, f in waiters] + cache_waiters:
-            f.set_exception(ServiceStopping("The application is shutting down."))
+        # A press that waited for the running request learned only "shutting down" (helper-56).
+        for f in [f for _, f in waiters]:
+            f.set_exception(ServiceStopping("The application is shutting down, so the worker was not restarted; "
+                                            "it ends with the application. Press Restart again once the server "
+                                            "is back, if still needed."))
+        for f in cache_waiters:
+            f.set_exception(ServiceStopping("The application is shutting down, so the cache was not freed; the "
+                                            "worker's memory is returned when it ends."))
         self._end_gracefully(w)
 
     def _record(self, job: _Job, outcome: str, stats: msg.RequestStats | None = None, error: str | None = None) -> None:
