@@ -42,7 +42,9 @@ class QuietRequestErrors:
     def __init__(self, app) -> None:
         self.app = app
         self.seen: dict[tuple[str, str, int], int] = {}
-        self.repeats: dict[tuple[str, str, int] | None, OncePerMinute] = {}
+        self.repeats = OncePerMinuteByKind(log, logging.WARNING, "error while serving %s: %s: %.200s (kind seen %d "
+                                                                 "times; traceback logged the first time)",
+                                           max_kinds=MAX_KINDS)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -82,13 +84,8 @@ class QuietRequestErrors:
         request = f"{scope.get('method')} {scope.get('path')}"
         if count == 1:
             log.error("error while serving %s (traceback shown once per kind of error):", request, exc_info=error)
-        else:
-            repeats = self.repeats.get(kind)
-            if repeats is None:  # past MAX_KINDS, the kinds not remembered share one
-                repeats = self.repeats.setdefault(kind if len(self.repeats) < MAX_KINDS else None, OncePerMinute(
-                    log, logging.WARNING, "error while serving %s: %s: %.200s (kind seen %d times; traceback logged "
-                                          "the first time)"))
-            repeats.note(request, type(error).__name__, error, count)
+        else:  # past MAX_KINDS, the kinds not remembered share one throttle
+            self.repeats.note(kind, request, type(error).__name__, error, count)
 
     @staticmethod
     async def _finish(send, started: bool, status: int = 500, body: str = "Internal Server Error") -> None:
