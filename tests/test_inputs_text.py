@@ -462,6 +462,10 @@ def test_faces_drawn_in_characters_are_left_out_with_a_note_and_look_alikes_stay
         assert f"{face} (an emoticon)" in notes, (face, notes)
     text, notes = build("Call me (really :)) soon")  # the face's ")" and the bracket's
     assert text == "Call me (really) soon" and ":) (an emoticon)" in notes, (text, notes)
+    # In quotes, before a citation mark, inside a tag (the user run of this session read the bear).
+    for typed, spoken in (('She said "^_^" twice.', "She said twice."), ("Lovely ʕ•ᴥ•ʔ.[2] Yes", "Lovely. Yes"),
+                          ("So <b>:)</b> now", "So now")):
+        assert build(typed)[0] == spoken, (typed, build(typed))
     for kept in ("Plan D: go now", "if x <3 then stop", "snake_case and a_b", "at 10:30 or 1:3",
                  "f(x) = (a+b) and (café)", "version x.x soon", "see (...) here"):
         assert build(kept) == (kept, ""), kept

@@ -313,9 +313,13 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     # a line: fences, tables, rules and cue numbers were read (forty-fifth newcomer session).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
 
+    _OPENING_QUOTES, _CLOSING_QUOTES = "\"'“‘«", "\"'”’»"
+
     def emoticon(m: re.Match) -> str:
-        space, word = m.group(1), m.group(2)
-        run = word.rstrip(".,!?;:。！？，；：")  # the sentence's own punctuation stays, after the word before
+        space, quoted = m.group(1), m.group(2)
+        opening = quoted[: len(quoted) - len(quoted.lstrip(_OPENING_QUOTES))]  # '"^_^"' is a face in quotes
+        word = quoted[len(opening):]
+        run = word.rstrip(".,!?;:。！？，；：" + _CLOSING_QUOTES)  # the sentence's own punctuation stays
         if emoticons.is_emoticon(run):
             pass
         elif emoticons.is_emoticon(word):  # ";_;" ends in a sign that is also punctuation
@@ -325,7 +329,8 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         else:
             return m.group()
         note(f"{run} (an emoticon)")
-        return word[len(run):] or space or " "
+        rest = word[len(run):].lstrip(_CLOSING_QUOTES) if opening else word[len(run):]
+        return rest or space or " "
 
     def spaced_face(m: re.Match) -> str:
         if not emoticons.is_spaced_face(m.group()):
@@ -356,6 +361,8 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     out, ipa = _without_ipa(out)
     if ipa:
         note("pronunciations (IPA)")
+    # Again, once tags and citation marks are gone: "ʕ•ᴥ•ʔ.[2]" and "<b>:)</b>" hid their faces.
+    out = re.sub(r"([ \t]*)(\S+)", emoticon, out)
     out = _CHARACTER_REFERENCE.sub(reference, out)
     if _SENTENCE_BREAK in out:
         out = " ".join(_line_as_sentence(piece.strip()) for piece in out.split(_SENTENCE_BREAK) if piece.strip())
