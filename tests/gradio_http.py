@@ -81,3 +81,30 @@ def files_under(folder: Path) -> dict[str, int]:
             except FileNotFoundError:
                 pass
     return out
+
+
+def queue_calls(url: str, api_name: str, data: list, times: int = 1, timeout_s: float = 60.0) -> list[dict]:
+    """``times`` joins of the same call over the page's protocol (``queue/join`` with one session,
+    then its ``queue/data`` stream); returns their ``process_completed`` messages, which carry a
+    refusal's ``output.title`` (the ``/call`` protocol sends only the message)."""
+    import uuid
+
+    with urllib.request.urlopen(url + "config", timeout=10) as r:
+        config = json.loads(r.read())
+    fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
+    session = uuid.uuid4().hex
+    body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
+                       "trigger_id": None}).encode()
+    for _ in range(times):
+        req = urllib.request.Request(url + "gradio_api/queue/join", data=body, headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
+    completed = []
+    with urllib.request.urlopen(url + f"gradio_api/queue/data?session_hash={session}", timeout=timeout_s) as stream:
+        for line in stream:
+            if line.startswith(b"data:"):
+                message = json.loads(line[len(b"data:"):])
+                if message.get("msg") == "process_completed":
+                    completed.append(message)
+                if len(completed) == times:
+                    break
+    return completed

@@ -76,6 +76,14 @@ def test_real_wav_outside_upload_area_is_not_used(app):
     assert not _copies(app, OUTSIDE_WAV.name)
 
 
+def test_a_refused_path_is_titled_as_an_input_refusal(app):
+    """The input checks' refusals are titled "Cannot use this input"; the ones made before the
+    handler (a path outside the upload area) were titled "Error" (helper-56)."""
+    data = gh.endpoint_data(app.url, "synthesize", text="Hello there.", prompt_audio=gh.file_data("/etc/passwd"))
+    [completed] = gh.queue_calls(app.url, "synthesize", data)
+    assert not completed["success"] and completed["output"]["title"] == "Cannot use this input", completed
+
+
 def test_url_on_the_servers_own_network_is_not_fetched(app):
     """A prompt given as a URL on loopback (here the app's own /healthz) is refused before
     Gradio would try to fetch it, through gradio_client as a user would send it."""

@@ -85,32 +85,10 @@ def test_cancels_in_a_loop_leave_no_tracebacks(tmp_path):
 def test_the_duplicate_pop_up_is_titled_as_a_result_on_its_way(tmp_path):
     """Gradio titles every refusal "Error", which read as a fault for a second press whose result was
     on its way (helper-49). The page's protocol (queue/join + queue/data) carries the title."""
-    import json
-    import urllib.request
-    import uuid
-
-    from .gradio_http import endpoint_data
+    from .gradio_http import endpoint_data, queue_calls
 
     with _fault_app(tmp_path) as app:
-        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
-            config = json.loads(r.read())
-        fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "synthesize")
-        session = uuid.uuid4().hex
-        body = json.dumps({"data": endpoint_data(app.url, "synthesize", text=TEXT), "fn_index": fn_index,
-                           "session_hash": session, "event_data": None, "trigger_id": None}).encode()
-        for _ in range(2):
-            req = urllib.request.Request(app.url + "gradio_api/queue/join", data=body,
-                                         headers={"Content-Type": "application/json"})
-            urllib.request.urlopen(req, timeout=10).read()
-        completed = []
-        with urllib.request.urlopen(app.url + f"gradio_api/queue/data?session_hash={session}", timeout=60) as stream:
-            for line in stream:
-                if line.startswith(b"data:"):
-                    message = json.loads(line[len(b"data:"):])
-                    if message.get("msg") == "process_completed":
-                        completed.append(message)
-                    if len(completed) == 2:
-                        break
+        completed = queue_calls(app.url, "synthesize", endpoint_data(app.url, "synthesize", text=TEXT), times=2)
         refused = [m for m in completed if not m["success"]]
         assert len(refused) == 1 and "already being synthesized" in refused[0]["output"]["error"], completed
         assert refused[0]["output"]["title"] == "Already on its way", refused[0]

@@ -74,7 +74,8 @@ class ApiBlocks(gr.Blocks):
                 self._on_refused(block_fn.api_name, message)
             except Exception:
                 log.exception("recording a refused call failed")
-        return gr.Error(message, print_exception=False)
+        # The title the input checks' refusals carry (ui/handlers.py); this one was "Error" (helper-56).
+        return gr.Error(message, print_exception=False, title="Cannot use this input")
 
 
 def parameter_names(block_fn) -> list[str]:
