@@ -99,12 +99,15 @@ def test_wrong_value_is_named_and_logged_in_one_line(app, values, fragments):
 
 @pytest.mark.parametrize("values", [[TEXT], [TEXT, None, "", "", 1.0, -1, None, 5, 6, 7]], ids=["1", "10"])
 def test_wrong_number_of_values_is_named(app, values):
-    """Too few values, or too many (Gradio dropped the extra ones silently and synthesized)."""
+    """Too few values, or too many (Gradio dropped the extra ones silently and synthesized). The
+    ledger counts the text's characters (it had 0)."""
     log = LogWatch(app)
+    before = len(ledger_records(app))
     event_id = gh.start_call(app.url, "synthesize", values)
     with gh.open_result_stream(app.url, "synthesize", event_id, 30) as r:
         event, data = gh.parse_sse(r.read().decode())
     assert event == "error" and "takes 7 values" in data and f"got {len(values)}" in data, data
+    assert [(r["outcome"], r["text_chars"]) for r in ledger_records(app)[before:]] == [("refused:input", len(TEXT))]
     lines = log.new_lines()
     assert len(lines) <= 1 and not any("Traceback" in line for line in lines), "\n".join(lines[:40])
 

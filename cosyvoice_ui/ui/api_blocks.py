@@ -42,8 +42,9 @@ class ApiBlocks(gr.Blocks):
     caller's mistake and keep Gradio's usual traceback.
 
     Args:
-        on_refused: called as ``on_refused(api_name, message)`` for each refusal (``api_name``
-            without the slash, ``None`` for unnamed events), so refused syntheses reach the
+        on_refused: called as ``on_refused(api_name, message, text_chars)`` for each refusal
+            (``api_name`` without the slash, ``None`` for unnamed events; ``text_chars`` the first
+            value's length when it is a string, else 0), so refused syntheses reach the
             request ledger like every other refusal; its failures are logged, never raised.
         **kwargs: passed to :class:`gr.Blocks`.
     """
@@ -61,17 +62,19 @@ class ApiBlocks(gr.Blocks):
             if not e.print_exception:
                 raise
             # Gradio's own checks (a dropdown value, a slider bound) print a traceback by default.
-            raise self._refused(block_fn, e.message) from None
+            raise self._refused(block_fn, e.message, inputs) from None
         except PayloadError as e:
-            raise self._refused(block_fn, str(e)) from None
+            raise self._refused(block_fn, str(e), inputs) from None
         except (ComponentProcessingError, InvalidPathError, pydantic.ValidationError, ValueError, TypeError) as e:
-            raise self._refused(block_fn, describe_payload_error(block_fn, inputs, e)) from None
+            raise self._refused(block_fn, describe_payload_error(block_fn, inputs, e), inputs) from None
 
-    def _refused(self, block_fn, message: str) -> gr.Error:
+    def _refused(self, block_fn, message: str, inputs) -> gr.Error:
         _refused_calls.note(block_fn.api_name, f"/{block_fn.api_name}" if block_fn.api_name else "an event", message)
         if self._on_refused is not None:
             try:
-                self._on_refused(block_fn.api_name, message)
+                # The text's length when the first value is one: a wrong value count was ledgered with 0.
+                text = inputs[0] if isinstance(inputs, (list, tuple)) and inputs else None
+                self._on_refused(block_fn.api_name, message, len(text) if isinstance(text, str) else 0)
             except Exception:
                 log.exception("recording a refused call failed")
         # The title the input checks' refusals carry (ui/handlers.py); this one was "Error" (helper-56).

@@ -289,12 +289,12 @@ class Handlers:
             raise
         yield formatting.restart_markdown(report, report.get("old_pid_gpu_bytes"))
 
-    def record_refused_call(self, api_name: str | None, message: str) -> None:
+    def record_refused_call(self, api_name: str | None, message: str, text_chars: int = 0) -> None:
         """A synthesis call whose payload Gradio could not prepare (a URL or foreign path as the
         prompt, a file parameter that is no file) goes to the ledger as ``refused:input``, like a
         refusal by the input checks; other events' refusals are only logged."""
         if api_name and api_name.startswith("synthesize"):
-            self.service.record_refusal("refused:input", message)
+            self.service.record_refusal("refused:input", message, text_chars=text_chars)
 
     def free_cache(self) -> dict:
         """Ask the worker to empty its allocator caches; returns reserved/RSS before and after."""
