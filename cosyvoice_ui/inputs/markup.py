@@ -63,6 +63,8 @@ _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Quotes around an emoticon ('"^_^"') are taken off to find it, and go with it.
+_OPENING_QUOTES, _CLOSING_QUOTES = "\"'“‘«", "\"'”’»"
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
 # CSS read aloud (forty-second newcomer session). Removed with what is between their tags.
 _CODE_ELEMENT = re.compile(r"<(script|style|noscript|template|svg)\b[^>]*>.*?</\1\s*>", re.S | re.I)
@@ -312,8 +314,6 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     # CRLF line ends (Windows, and what an API client sends as typed) hid every mark that must start
     # a line: fences, tables, rules and cue numbers were read (forty-fifth newcomer session).
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-
-    _OPENING_QUOTES, _CLOSING_QUOTES = "\"'“‘«", "\"'”’»"
 
     def emoticon(m: re.Match) -> str:
         space, quoted = m.group(1), m.group(2)
