@@ -471,6 +471,21 @@ def test_faces_drawn_in_characters_are_left_out_with_a_note_and_look_alikes_stay
         assert build(kept) == (kept, ""), kept
 
 
+def test_a_tag_with_angle_brackets_inside_a_quoted_attribute_is_markup():
+    """title="a > b" and onerror="alert('<b>hi</b>')" are valid HTML; such tags were read aloud
+    ("a href equals ... greater than here", 5.1 s for "Example site."; helper-57)."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    for typed, spoken, named in (('<p title="a > b">Hello</p> world.', "Hello. world.", "<p>"),
+                                 ('<a href="https://example.com" title="Click > here">Example</a> site.',
+                                  "Example site.", "<a>"),
+                                 ("Look <img src=x onerror=\"alert('<b>hi</b>')\"> here.", "Look here.", "<img>")):
+        out, removed = remove_markup(typed)
+        assert " ".join(out.split()) == spoken and named in removed, (typed, out, removed)
+    for kept in ('He said "a <b" and "c> d" ok', "x <y and y> z"):
+        assert remove_markup(kept) == (kept, []), kept
+
+
 def test_the_citation_note_names_the_marks_removed():
     """The note was a fixed "citation marks ([1], [citation needed])" whatever was removed (helper-52)."""
     from cosyvoice_ui.inputs.markup import remove_markup

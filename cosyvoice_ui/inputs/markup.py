@@ -56,8 +56,9 @@ _SSML_ALIAS = re.compile(r"<sub\s+alias\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')\s*>
 _VOID = frozenset("br hr img input meta link wbr col break mark audio".split())
 _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 # An attribute must have a value (href="x"): "x <b and c> d" is no tag. Possessive quantifiers keep
-# a run of "<a b=c b=c ..." without a closing ">" linear.
-_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+)"
+# a run of "<a b=c b=c ..." without a closing ">" linear. A quoted value may hold "<" and ">"
+# (title="a > b", onerror="alert('<b>')"), as HTML allows: such a tag was read aloud (helper-57).
+_TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'<>=`]+)"
                   rf"|(?:{_BOOLEAN_ATTRIBUTES})(?![\w:.=-])))*+)\s*+(/?)>", re.I)
 # <!DOCTYPE html> and <?xml version="1.0"?> at the top of a page's source or an SSML file.
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
