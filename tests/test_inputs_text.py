@@ -34,6 +34,10 @@ def test_punctuation_or_emoji_only_is_refused(text):
 
 def test_control_characters_are_removed():
     assert validate_text("Hel\x00lo\x1b[31m there\u202e", 200) == "Hello there"
+    # Other control characters part words ("bellrang" was one word; helper-57); NUL does not: UTF-16
+    # text read as bytes has one after every letter.
+    assert validate_text("The bell\x07rang and\x7fstopped", 200) == "The bell rang and stopped"
+    assert validate_text("H\x00e\x00l\x00l\x00o\x00 there", 200) == "Hello there"
 
 
 def test_chinese_for_english_engine_names_supported_language():
@@ -469,6 +473,28 @@ def test_faces_drawn_in_characters_are_left_out_with_a_note_and_look_alikes_stay
     for kept in ("Plan D: go now", "if x <3 then stop", "snake_case and a_b", "at 10:30 or 1:3",
                  "f(x) = (a+b) and (café)", "version x.x soon", "see (...) here"):
         assert build(kept) == (kept, ""), kept
+
+
+def test_emoji_in_a_sentence_are_left_out_with_a_note():
+    """"so funny 😂😂😂" was read "face with tears of joy" three times (6.9 s against 2.6 s), with
+    no note (helper-57). Sequences (family, skin tone, flag, keycap) go whole; ★, ✓ and a bare ❤
+    stay for the engine."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    def build(text):
+        request, notes, _ = build_request(text, None, None, None, 1.0, -1, max_text_chars=2000,
+                                          capabilities=engine_capabilities("embedded"))
+        return request.text, " ".join(notes)
+
+    text, notes = build("lol so funny 😂😂😂 and we shipped it 🚀! Family 👨‍👩‍👧‍👦 and 👍🏽 from 🇺🇸, press 1️⃣ ok")
+    assert text == "lol so funny and we shipped it! Family and from, press ok", text
+    for emoji in ("😂", "🚀", "👨‍👩‍👧‍👦", "👍🏽", "🇺🇸", "1️⃣"):
+        assert f"{emoji} (an emoji)" in notes, (emoji, notes)
+    assert notes.count("😂") == 1, notes
+    assert build("Rated ★★★★☆ ✓ and I ❤ NY")[0] == "Rated ★★★★☆ ✓ and I ❤ NY"
+    with pytest.raises(InputError, match="no words to speak"):
+        build("😂🎉")
 
 
 def test_a_tag_with_angle_brackets_inside_a_quoted_attribute_is_markup():

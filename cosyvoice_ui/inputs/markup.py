@@ -333,6 +333,12 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         rest = word[len(run):].lstrip(_CLOSING_QUOTES) if opening else word[len(run):]
         return rest or space or " "
 
+    def emoji(m: re.Match) -> str:
+        for found in emoticons.EMOJI.finditer(m.group()):
+            note(f"{found.group()} (an emoji)")
+        following = m.string[m.end():m.end() + 1]
+        return "" if following in ".,!?;:。！？，；：" else " "  # "shipped it 🚀!" -> "shipped it!"
+
     def spaced_face(m: re.Match) -> str:
         if not emoticons.is_spaced_face(m.group()):
             return m.group()
@@ -341,6 +347,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
 
     # First: Markdown would take the shrug's "_(ツ)_" for emphasis.
     out = emoticons.SPACED_FACE.sub(spaced_face, text)
+    out = emoticons.EMOJI_RUN.sub(emoji, out)
     out = re.sub(r"([ \t]*)(\S+)", emoticon, out)
     out = _COMMENT.sub(comment, out)
 

@@ -173,8 +173,8 @@ def clean_text(text: str) -> str:
     drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
     word as ``'``, join words hyphenated across a line break (``exam-\nple`` -> ``example``), put a
     space after ``! ? , ;`` between letters (``confirm!Thanks``), turn line breaks, tabs and
-    zero-width spaces into spaces, drop other control
-    characters (NUL, bidi overrides), collapse runs of spaces, write decimal commas as points
+    zero-width spaces and control characters other than NUL (BEL, DEL) into spaces, drop NUL and
+    format characters (soft hyphens, joiners, bidi overrides), collapse runs of spaces, write decimal commas as points
     where they cannot be anything else (:func:`write_decimal_commas_as_points`: ``1.234,56``,
     ``€9,99``), and spell runs of 13 or more digits one digit at a time (:func:`spell_long_digit_runs`).
 
@@ -196,7 +196,12 @@ def clean_text(text: str) -> str:
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
-        if ch in "\n\r\t\v\f\u200b\x85":  # a zero-width space or NEL parts words: "The\u200bnews" was one word
+        if ch in "\n\r\t\v\f\u200b\x85" or (cat == "Cc" and ch != "\x00"):
+            # A zero-width space, NEL or another control character (BEL, DEL) parts words:
+            # "The\u200bnews" and "bell\x07rang" were one word (helper-57). NUL is dropped: text
+            # saved as UTF-16 and read as bytes has one after every letter ("H\x00i\x00"), which a
+            # space would spell out. Format characters (soft hyphens, joiners, bidi marks) sit
+            # inside words and are dropped too.
             out.append(" ")
         elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
             continue
