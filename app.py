@@ -321,7 +321,14 @@ class DrainingServer(uvicorn.Server):
     def capture_signals(self):
         # uvicorn captures SIGINT and SIGTERM only; SIGHUP is added here. Its handler goes before
         # uvicorn's exit raises the captured signals again, so that SIGHUP ends the process.
+        # A SIGINT the process began with ignored (a script's `python app.py &`) stays ignored, as
+        # while the model loads: uvicorn's handler obeyed it once the server was up, and its exit
+        # then raised the ignored signal again and ended with status 0 (helper-58).
+        interrupt_ignored = (threading.current_thread() is threading.main_thread()
+                             and signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
         with super().capture_signals():
+            if interrupt_ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # uvicorn's exit restores SIG_IGN itself
             hangup = (threading.current_thread() is threading.main_thread()
                       and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN)  # nohup: stays ignored
             previous = signal.signal(signal.SIGHUP, self.handle_exit) if hangup else None

@@ -321,6 +321,28 @@ def test_under_nohup_a_closed_terminal_leaves_the_app_serving(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def test_a_sigint_ignored_at_start_stays_ignored_once_serving(tmp_path, monkeypatch):
+    """A script's `python app.py &` starts with SIGINT ignored. While the model loaded it stayed
+    ignored, but once serving uvicorn's handler obeyed it, and the app exited 0 (the ignored
+    signal raised again; helper-58). It stays ignored: SIGTERM stops that app."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the app only
+    try:
+        app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
+        app.wait_healthy()
+        app.proc.send_signal(signal.SIGINT)
+        time.sleep(2.0)
+        assert app.proc.poll() is None and healthz(app.url)["state"] == "ready", app.log_path.read_text()[-3000:]
+        assert "shutting down" not in app.log_path.read_text()
+        app.proc.send_signal(signal.SIGTERM)
+        assert app.proc.wait(timeout=60) == -signal.SIGTERM, app.log_path.read_text()[-3000:]
+    finally:
+        app.stop()
+
+
 def test_signal_while_the_model_reloads_says_so(tmp_path, monkeypatch):
     """A SIGTERM while a new worker loads (a restart, or the reload after an idle unload) ends it
     without waiting for the load; the log said "letting the running one finish" (twenty-second
