@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     # current Starlette deprecates; the warning was printed on requests and means nothing to a user.
     warnings.filterwarnings("ignore", message=".*HTTP_422_UNPROCESSABLE_ENTITY")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # torch sets its loggers to WARNING once imported; a signal while it was still being imported left
+    # its exit-time "FakeTensor cache stats" lines after our "stopped" line (helper-58).
+    logging.getLogger("torch").setLevel(logging.WARNING)
     log = logging.getLogger("cosyvoice_ui")
     free_bytes = shutil.disk_usage(os.environ["GRADIO_TEMP_DIR"]).free
     if free_bytes < settings.temp_reserve_bytes:
