@@ -497,6 +497,14 @@ def test_emoji_in_a_sentence_are_left_out_with_a_note():
         build("😂🎉")
 
 
+def test_angle_brackets_around_an_address_are_named_as_such():
+    """The note said "<links>" were removed while the address was still read (helper-57)."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    out, removed = remove_markup("Tom <tom@example.com> wrote this.")
+    assert out == "Tom tom@example.com wrote this." and removed == ["the angle brackets around addresses"], removed
+
+
 def test_a_tag_with_angle_brackets_inside_a_quoted_attribute_is_markup():
     """title="a > b" and onerror="alert('<b>hi</b>')" are valid HTML; such tags were read aloud
     ("a href equals ... greater than here", 5.1 s for "Example site."; helper-57)."""

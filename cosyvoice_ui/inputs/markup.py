@@ -156,7 +156,8 @@ _MARKDOWN = (
     (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
     # Markdown's autolinks: <https://example.com>, <mailto:a@b.org>, <a@b.org>.
     (re.compile(r"<(?:(https?://[^\s<>]+)|(?:mailto:)?([^\s<>@]+@[\w-]+(?:\.[\w-]+)+))>", re.I),
-     lambda m: m.group(1) or m.group(2), "<links>"),
+     # The note names what went: "<links>" read as if the address had gone too (helper-57).
+     lambda m: m.group(1) or m.group(2), "the angle brackets around addresses"),
     # A web address is read as its site: a 232-character link was 43 s of letters (forty-third).
     (re.compile(r"(?<![\w@/])(?:https?://|www\.)(?:[^\s/?#@]*@)?([\w-]+(?:\.[\w-]+)+)(?::\d+)?"
                 r"(?:[/?#](?:[^\s<>\"()]|\([^\s<>\"()]*\))*(?<![.,;:!?\]']))?", re.I),
