@@ -56,7 +56,20 @@ def test_empty_instruction_is_neutral():
 def test_every_preset_is_understood():
     for preset in PRESETS:
         parsed = parse_instruction(preset)
-        assert parsed.styles and not parsed.unrecognized, preset
+        assert parsed.styles and not parsed.unrecognized and not parsed.degree_words, preset
+
+
+@pytest.mark.parametrize("instruction,words", [
+    ("a bit faster", ("a bit",)), ("very very fast", ("very",)), ("super slow", ("super",)),
+    ("非常开心", ("非常",)), ("有点难过", ("有点",)), ("fast", ()), ("quickly", ()), ("please speak very", ()),
+])
+def test_words_of_degree_are_named_as_not_applied(instruction, words):
+    """"a bit faster" and "very very fast" gave the same 0.75 length scale, and nothing said the
+    degree was ignored (helper-57). They are named when a style is applied (and only then)."""
+    parsed = parse_instruction(instruction)
+    assert parsed.degree_words == words, parsed
+    if words:
+        assert parsed.prosody == parse_instruction(parsed.styles[0]).prosody  # one strength per style
 
 
 @pytest.mark.parametrize("instruction", [

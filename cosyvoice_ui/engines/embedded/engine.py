@@ -97,6 +97,9 @@ class EmbeddedEngine(Engine):
                 + ". The embedded engine understands: happy, sad, angry, calm, whisper, fast, slow, loud, soft "
                 "(开心/高兴, 悲伤/难过, 生气/愤怒, 平静, 耳语/悄悄, 快, 慢, 大声, 小声); negated styles are not applied."
             )
+        if parsed.degree_words:
+            notes.append("Instruction not applied: how much (" + ", ".join(repr(w) for w in parsed.degree_words)
+                         + "); the embedded engine has one strength for each style.")
         for a, b in parsed.contradictions:
             notes.append(f"Instruction not applied: '{a}' and '{b}' undo each other; ask for one of them.")
         if request.seed >= 0 and isinstance(self._backend, OnnxBackend):

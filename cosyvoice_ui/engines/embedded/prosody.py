@@ -115,6 +115,12 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff
 _CHINESE_NEGATIONS = ("不需要", "不要", "不用", "不必", "不是", "没有", "无需", "没", "不", "别", "別", "莫", "勿")
 _CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这样", "很", "过于", "特别", "非常", "用", "以", "是",
                            "说得", "讲得", "得")
+# Words of degree, which the filler above lets through: each style has one strength, so "a bit
+# faster" and "very very fast" were the same 0.75 length scale without a word (helper-57). They are
+# named in a note when a style was applied. Not 一点/点/些: the presets 快一点 and 慢一点 carry them.
+_ENGLISH_DEGREE = {"very", "really", "bit", "little", "slightly", "somewhat", "quite", "extremely", "super",
+                   "pretty", "rather", "totally", "more", "so"}
+_CHINESE_DEGREE = ("非常", "特别", "稍微", "有点", "比较", "很", "更加", "更")
 # Styles that undo each other; asked for together, neither is applied ("fast slow" averaged to
 # nothing audible, "whisper loudly" whispered at +0 dB).
 _CONTRADICTIONS = (("happy", "sad"), ("fast", "slow"), ("loud", "soft"), ("loud", "whisper"), ("calm", "angry"))
@@ -142,6 +148,7 @@ class ParsedInstruction:
     prosody: Prosody
     unrecognized: tuple[str, ...]
     contradictions: tuple[tuple[str, str], ...] = ()
+    degree_words: tuple[str, ...] = ()  # "very", "a bit", 非常 ...: styles have one strength
 
 
 def parse_instruction(instruction: str | None) -> ParsedInstruction:
@@ -180,6 +187,10 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
             else:
                 unrecognized.append((start, text[start:end]))
             remaining = remaining[:start] + " " * (end - start) + remaining[end:]
+    degree: list[tuple[int, str]] = [(m.start(), m.group()) for w in _CHINESE_DEGREE
+                                     for m in re.finditer(re.escape(w), remaining)
+                                     if not any(w != longer and w in longer and remaining.startswith(longer, m.start())
+                                                for longer in _CHINESE_DEGREE)]
     word_to_style = {w: s for s, ws in _ENGLISH_WORDS.items() for w in ws}
     negation: _Negation | None = None
     for match in re.finditer(r"\w+(?:'\w+)*|[^\w\s]+", remaining.translate(_APOSTROPHES)):
@@ -212,6 +223,10 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
             else:
                 continue
         if lower in _ENGLISH_FILLER:
+            if lower in _ENGLISH_DEGREE:  # "a bit", "a little" named whole
+                before = remaining[:match.start()].rstrip()
+                a = lower in ("bit", "little") and re.search(r"(?:^|\s)a$", before, re.I)
+                degree.append((match.start(), f"{before[-1]} {token}" if a else token))
             continue
         leftover = token
         for filler in sorted(_CHINESE_FILLER, key=len, reverse=True):
@@ -232,7 +247,8 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
     for style in styles:
         prosody = prosody.combine(STYLES[style])
     return ParsedInstruction(styles=tuple(styles), prosody=prosody,
-                             unrecognized=tuple(t for _, t in sorted(unrecognized)), contradictions=contradictions)
+                             unrecognized=tuple(t for _, t in sorted(unrecognized)), contradictions=contradictions,
+                             degree_words=tuple(dict.fromkeys(t for _, t in sorted(degree))) if styles else ())
 
 
 @dataclasses.dataclass
