@@ -505,6 +505,17 @@ def test_angle_brackets_around_an_address_are_named_as_such():
     assert out == "Tom tom@example.com wrote this." and removed == ["the angle brackets around addresses"], removed
 
 
+def test_model_control_markers_are_removed_for_every_engine():
+    """The embedded engine read "<|endoftext|>Hello" as "endoftext Hello" (1.15 s against 0.55 s),
+    with no note (helper-59); only CosyVoice's adapter removed them."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    out, removed = remove_markup("<|im_start|>Hello<|im_end|> there")
+    assert " ".join(out.split()) == "Hello there", out
+    assert removed == ["<|im_start|> (a model's control marker)", "<|im_end|> (a model's control marker)"], removed
+    assert remove_markup("x || y and a|b") == ("x || y and a|b", [])
+
+
 def test_a_tag_with_angle_brackets_inside_a_quoted_attribute_is_markup():
     """title="a > b" and onerror="alert('<b>hi</b>')" are valid HTML; such tags were read aloud
     ("a href equals ... greater than here", 5.1 s for "Example site."; helper-57)."""

@@ -64,6 +64,9 @@ _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"\n]*+\"|'[^
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+# Model control markers (<|endoftext|>, <|im_start|>): the embedded engine read them as words
+# ("endoftext Hello"; helper-59). CosyVoice's adapter removes them again, with any fragment left.
+_CONTROL_MARKER = re.compile(r"<\|[^\n<>|]{0,64}\|>")
 # Quotes around an emoticon ('"^_^"') are taken off to find it, and go with it.
 _OPENING_QUOTES, _CLOSING_QUOTES = "\"'“‘«", "\"'”’»"
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
@@ -346,8 +349,13 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         note(f"{m.group()} (an emoticon)")
         return " "
 
+    def control_marker(m: re.Match) -> str:
+        note(f"{m.group()} (a model's control marker)")
+        return " "
+
     # First: Markdown would take the shrug's "_(ツ)_" for emphasis.
-    out = emoticons.SPACED_FACE.sub(spaced_face, text)
+    out = _CONTROL_MARKER.sub(control_marker, text)
+    out = emoticons.SPACED_FACE.sub(spaced_face, out)
     out = emoticons.EMOJI_RUN.sub(emoji, out)
     out = re.sub(r"([ \t]*)(\S+)", emoticon, out)
     out = _COMMENT.sub(comment, out)
