@@ -516,6 +516,15 @@ def test_model_control_markers_are_removed_for_every_engine():
     assert remove_markup("x || y and a|b") == ("x || y and a|b", [])
 
 
+def test_the_sound_labels_note_names_each_label():
+    """It said "sound labels ([Music])" whatever was removed: [Applause] went unnamed (helper-59)."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    out, removed = remove_markup("Hello [Applause] there [applause] and [Cheering]")
+    assert " ".join(out.split()) == "Hello there and", out
+    assert removed == ["sound labels ([Applause], [applause], [Cheering])"], removed
+
+
 def test_a_tag_with_angle_brackets_inside_a_quoted_attribute_is_markup():
     """title="a > b" and onerror="alert('<b>hi</b>')" are valid HTML; such tags were read aloud
     ("a href equals ... greater than here", 5.1 s for "Example site."; helper-57)."""

@@ -143,7 +143,7 @@ _MARKDOWN = (
                 r"dubious[^\]\n]{0,20}|failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "", _citations),
     # Sound labels of captions: [Music], [Applause] (forty-fifth newcomer session).
     (re.compile(r"\[(?:music|applause|laughs?|cheering|silence|inaudible|crosstalk|background noise|no audio)\]", re.I),
-     " ", "sound labels ([Music])"),
+     " ", lambda found: f"sound labels ({', '.join(dict.fromkeys(found))})"),  # named: helper-59 missed [Applause]
     # Reference links "[docs][1]", "[FAQ][]" and their definitions "[1]: https://... "Title"".
     (re.compile(r"^[ \t]{0,3}\[[^\]\n]{1,300}\]:[ \t]*\S+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$", re.M),
      "", "[text][ref] (reference links)"),
