@@ -187,6 +187,14 @@ def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     assert "No prompt audio was received" not in message and "--temp-file-ttl" not in message
 
 
+def test_text_named_mp3_is_not_called_missing(tmp_path):
+    """libsndfile's "File does not exist or is not a regular file (possibly a pipe?)" was quoted for
+    a text file named .mp3, which exists (helper-59)."""
+    (tmp_path / "plain.mp3").write_text("hello\n")
+    message = _refused(tmp_path / "plain.mp3", "could not be decoded", "Format not recognised")
+    assert "does not exist" not in message and "pipe" not in message, message
+
+
 def test_a_misnamed_upload_is_not_called_expired(tmp_path):
     """"voice.wavx" next to the real "voice.wav" was "no longer on the server: uploads are kept for
     1 hour" (helper-56): it never was. Its folder still holds the upload, so the name is wrong."""

@@ -142,6 +142,8 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
     except Exception as e:
         errors.append(f"PyAV: {e}")
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
+    # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
+    detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
     raise InputError(
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
