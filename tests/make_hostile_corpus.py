@@ -583,7 +583,9 @@ CASES: tuple[Case, ...] = (
     Case("tone_with_hiss", "beep.wav", False, ("steady tone",), "a 1 kHz test tone with a hiss under it",
          _wav((0.3 * np.sin(2 * np.pi * 1000 * np.arange(4 * 24000) / 24000)
                + _rng().normal(0, 0.01, 4 * 24000)).astype(np.float32), 24000)),
-    Case("dc_offset_only", "dc.wav", False, ("silent",), "a constant 0.5: inaudible, no voice at all",
+    # Named as an offset: "silent" for a file an editor shows at -6 dBFS (helper-59).
+    Case("dc_offset_only", "dc.wav", False, ("constant offset (-6 dBFS of DC), no sound",),
+         "a constant 0.5: inaudible, no voice at all",
          _wav(np.full(4 * 24000, 0.5, dtype=np.float32), 24000)),
     Case("white_noise_loud", "noise.wav", False, ("voiced speech",), "4 s of full-scale white noise",
          _wav(np.clip(_rng().normal(0, 0.5, 4 * 24000), -1, 1).astype(np.float32), 24000)),

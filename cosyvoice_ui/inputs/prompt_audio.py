@@ -737,6 +737,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     clipped = float(np.mean(np.abs(data) >= 0.999))
     # A DC offset is not sound: without removing it a file of constant value passes as loud, and
     # WORLD finds a "voice" in it.
+    offset = float(np.abs(data.mean(axis=0)).max()) if len(data) else 0.0
     data = data - data.mean(axis=0, keepdims=True)
     raw_seconds = frames / sr
     if raw_seconds > MAX_DECODE_S:
@@ -762,10 +763,15 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     mono = remove_rumble(resample(mono, sr, PROMPT_SAMPLE_RATE_HZ), PROMPT_SAMPLE_RATE_HZ)
     peak_dbfs = float(frame_rms_dbfs(mono, PROMPT_SAMPLE_RATE_HZ).max())
     if peak_dbfs < SILENCE_FLOOR_DBFS:
-        raise InputError(
-            "The prompt audio is silent (its loudest moment is below "
-            f"{SILENCE_FLOOR_DBFS:.0f} dBFS). Check the microphone and record 3-10 s of clear speech." + scaled_hint
-        )
+        # A constant offset reads loud in an editor: "silent" for a file at -6 dBFS (helper-59).
+        offset_dbfs = 20 * math.log10(offset) if offset > 0 else -math.inf
+        if offset_dbfs >= SILENCE_FLOOR_DBFS:
+            what = (f"holds only a constant offset ({offset_dbfs:.0f} dBFS of DC), no sound: nothing rises above "
+                    f"{SILENCE_FLOOR_DBFS:.0f} dBFS")
+        else:
+            what = f"is silent (its loudest moment is below {SILENCE_FLOOR_DBFS:.0f} dBFS)"
+        raise InputError(f"The prompt audio {what}. Check the microphone and record 3-10 s of clear speech."
+                         + scaled_hint)
     trimmed = trim_silence(mono, PROMPT_SAMPLE_RATE_HZ)
     seconds = len(trimmed) / PROMPT_SAMPLE_RATE_HZ
     if seconds < MIN_PROMPT_S:
