@@ -215,6 +215,10 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
         validate_text("ﬃ" * 700, 2000, ("en",))
     with pytest.raises(InputError, match=r"4501 characters long once characters such as … \(\.\.\.\) are written out"):
         validate_text("Wait" + "…" * 1499, 2000, ("en",))
+    # Plain digits, spelled one at a time, were blamed on "numerals and ligatures" (helper-59).
+    with pytest.raises(InputError, match=r"3999 characters long once numbers of 13 or more digits are spelled one "
+                                         r"digit at a time \(2000 as typed\)"):
+        validate_text("1" * 2000, 2000, ("en",))
     # Their separators too: "3٫14" was read "three fourteen" (twenty-sixth newcomer session).
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."
 

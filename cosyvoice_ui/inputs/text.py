@@ -326,7 +326,7 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         # Cleaning can lengthen a text (ↂ is written "10000"): say so, or the count is not what was typed.
         # Ligatures and unit symbols (ﬁ, ㎡) grow under NFKC too: a PDF's text with no digits was
         # told its numerals had grown it (thirty-seventh newcomer session).
-        grown = (f" once characters such as {_grown_characters(text)} are written out ({raw_chars} as typed)"
+        grown = (f" once {_growth(text)} ({raw_chars} as typed)"
                  if len(cleaned) > raw_chars else "")
         raise InputError(
             f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
@@ -374,7 +374,17 @@ def _grown_characters(text: str, most: int = 4) -> str:
         counts[ch] = counts.get(ch, 0) + 1
     grown = [(n, ch, written) for ch, n in counts.items() if len(written := clean_text(ch)) > 1]
     grown.sort(key=lambda item: -item[0])
-    return ", ".join(f"{ch} ({written})" for _, ch, written in grown[:most]) or "numerals and ligatures"
+    shown = ", ".join(f"{ch} ({written})" for _, ch, written in grown[:most])
+    return f"characters such as {shown or 'numerals and ligatures'} are written out"
+
+
+def _growth(text: str) -> str:
+    """What lengthened ``text`` in cleaning, as the end of "The text is N characters long once ...".
+    Plain digits grow too, spelled one at a time: "numerals and ligatures" told a text of 2000
+    ones nothing (helper-59)."""
+    if re.search(r"\d{13}", text):
+        return "numbers of 13 or more digits are spelled one digit at a time"
+    return _grown_characters(text)
 
 
 def _greek_letters_are_symbols(text: str) -> bool:
