@@ -37,6 +37,8 @@ def test_same_client_same_request_is_synthesized_once(tmp_path):
         refused = [r for r in results if isinstance(r, Exception)]
         served = [r for r in results if isinstance(r, dict)]
         assert len(refused) == 1 and "already being synthesized" in str(refused[0]), results
+        # In an API client's words: it has no Generate button (helper-59).
+        assert "Generate" not in str(refused[0]) and "first call's result" in str(refused[0]), refused
         assert len(served) == 2 and all(r["audio_s"] > 1.0 for r in served), results
         status = client.predict(api_name="/status")
         assert status["completed"] == 2, status

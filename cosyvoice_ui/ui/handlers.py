@@ -73,6 +73,11 @@ def _as_text(message: str) -> str:
     return html.escape(message, quote=False)
 
 
+# An API client has no Generate button, and its result comes with its first call (helper-59).
+_DUPLICATE_FOR_API = ("This request is already being synthesized: this client sent the same request again while the "
+                      "first one ran. The first call's result is the answer; wait for it.")
+
+
 class _OnItsWay(Exception):
     """The page's duplicate Generate was told so in an Info pop-up; its event ends quietly."""
 
@@ -208,7 +213,8 @@ class Handlers:
             # fifteenth newcomer session). Refusals come at once, while the user looks.
             lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
             drop_locals(e)
-            raise gr.Error(_as_text(str(e)) if for_page else str(e), print_exception=False,
+            message = str(e) if for_page or not isinstance(e, DuplicateRequest) else _DUPLICATE_FOR_API
+            raise gr.Error(_as_text(message) if for_page else message, print_exception=False,
                            duration=None if lasting else 10, title=_title(e)) from None
 
     def restart(self):
