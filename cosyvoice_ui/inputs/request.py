@@ -175,7 +175,10 @@ def _listed(items: list[str], most: int = 6) -> str:
 
 def _shown(value) -> str:
     """A short, exact rendering of a caller's value for a message: whole numbers in full
-    (``2147483648``, not ``2.14748e+09``), others as ``repr`` cut at 60 characters."""
+    (``2147483648``, not ``2.14748e+09``), JSON's ``true``/``false``/``null`` as the caller sent
+    them (they read ``True``; helper-59), others as ``repr`` cut at 60 characters."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
         return str(int(value))
     text = repr(value)
