@@ -187,6 +187,19 @@ def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     assert "No prompt audio was received" not in message and "--temp-file-ttl" not in message
 
 
+def test_a_cut_wav_is_used_with_a_note_that_it_is_cut(tmp_path):
+    """A third of a real WAV (its header still declares 8.64 s) was taken as a short prompt with no
+    word that the file was cut (helper-59)."""
+    from cosyvoice_ui.inputs.prompt_audio import load_prompt_audio
+
+    whole = (PROMPTS_DIR / "xtts_male.wav").read_bytes()
+    (tmp_path / "cut.wav").write_bytes(whole[: len(whole) // 3])
+    prompt = load_prompt_audio(str(tmp_path / "cut.wav"))
+    assert any("ends before its header says (8.6 s declared, 2.9 s present)" in n for n in prompt.notes), prompt.notes
+    assert 2.5 < prompt.seconds < 3.0
+    assert not any("header says" in n for n in load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav")).notes)
+
+
 def test_text_named_mp3_is_not_called_missing(tmp_path):
     """libsndfile's "File does not exist or is not a regular file (possibly a pipe?)" was quoted for
     a text file named .mp3, which exists (helper-59)."""

@@ -134,7 +134,14 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     else:
-        return _all_of_joined_file(path, data, sr, container)
+        data, sr, note = _all_of_joined_file(path, data, sr, container)
+        if container in ("WAV", "WAVEX") and (short := _wav_shortfall(path)) is not None:
+            # libsndfile reads what is there without a word: a third of a WAV was taken as a short
+            # prompt, and nothing said the file was cut (helper-59).
+            cut = (f"The prompt file ends before its header says ({short[0]:.1f} s declared, {short[1]:.1f} s "
+                   "present): it may be an incomplete copy or export; the part present was used.")
+            note = f"{note} {cut}" if note else cut
+        return data, sr, note
     try:
         return _decode_with_pyav(path)
     except InputError:
@@ -218,6 +225,32 @@ def _wav_header_problem(path: str) -> str | None:
                 return (f"its header declares {bits} bits per sample in frames of {block_align} byte(s) for "
                         f"{channels} channel(s), which do not fit together")
             return None
+        at += 8 + size + (size & 1)
+    return None
+
+
+def _wav_shortfall(path: str) -> tuple[float, float] | None:
+    """``(seconds the data chunk declares, seconds of it in the file)`` for a WAV whose file ends
+    more than 0.1 s before its header says, else ``None``. Sizes 0 and 0xFFFFFFFF (writers that
+    stream without knowing the length) declare nothing. Only the first 4 KiB are read."""
+    import struct
+
+    with open(path, "rb") as f:
+        head = f.read(4096)
+        file_bytes = os.fstat(f.fileno()).st_size
+    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
+        return None
+    order = "<" if head[:4] == b"RIFF" else ">"
+    at, byte_rate = 12, 0
+    while at + 8 <= len(head):
+        kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
+        if kind == b"fmt " and at + 16 <= len(head):
+            byte_rate = struct.unpack(order + "I", head[at + 16:at + 20])[0]
+        elif kind == b"data":
+            present = file_bytes - (at + 8)
+            if byte_rate <= 0 or size in (0, 0xFFFFFFFF) or size - present <= 0.1 * byte_rate:
+                return None
+            return size / byte_rate, present / byte_rate
         at += 8 + size + (size & 1)
     return None
 
