@@ -44,6 +44,13 @@ def flush_later(throttle) -> None:
                 _flusher.start()
 
 
+def printable(text, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, with control characters written as escapes (``\\n``,
+    ``\\x00``): a client's path with a newline wrote a forged log line, and a NUL made the log a
+    binary file to grep (helper-60)."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text)[:limit])
+
+
 class OncePerMinute:
     """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" when a minute has
     passed since the last line of this kind; otherwise it only counts, and the count is written

@@ -26,7 +26,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.temp_space import TempSpace, UploadSpace
-from .log_throttle import OncePerMinute, OncePerMinuteByKind
+from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
@@ -188,7 +188,7 @@ def _name_bad_keyword_calls(app: fastapi.FastAPI) -> None:
     async def keyword_error(request: fastapi.Request, error: Exception):
         if request.method != "POST" or "/call/v2/" not in request.url.path:
             raise error
-        _refused.note("keyword", request.method, request.url.path[:200], str(error)[:200])
+        _refused.note("keyword", request.method, printable(request.url.path), printable(error))
         return JSONResponse({"error": str(error)}, status_code=422)
 
     for gradio_app in _gradio_apps(app):
@@ -209,7 +209,7 @@ def _say_disk_full(app: fastapi.FastAPI) -> None:
     async def disk_full(request: fastapi.Request, error: Exception):
         if getattr(error, "errno", None) not in (errno.ENOSPC, errno.EDQUOT):
             raise error
-        _disk_full.note(request.method, request.url.path[:200], error)
+        _disk_full.note(request.method, printable(request.url.path), error)
         return JSONResponse({"detail": "The server's disk is full: the file could not be written. Try again later."},
                             status_code=507)
 
@@ -228,7 +228,7 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
 
     async def unknown(request: fastapi.Request, error: Exception):
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
-        _refused.note("endpoint", request.method, request.url.path[:200], "no such endpoint")
+        _refused.note("endpoint", request.method, printable(request.url.path), "no such endpoint")
         return JSONResponse({"error": f"No API endpoint is named {name[:100]!r}. The endpoints are "
                                       f"{', '.join(public)} (their parameters: GET /gradio_api/info)."},
                             status_code=404)
@@ -241,7 +241,7 @@ def _name_unknown_endpoints(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
         path = request.url.path.rstrip("/")
         if request.method == "POST" and (path.endswith("/queue/join") or "/run/" in path or "/api/" in path):
             key = repr(error.args[0])[:50] if error.args else "?"
-            _refused.note("fn_index", request.method, path[:200], f"no event has fn_index {key}")
+            _refused.note("fn_index", request.method, printable(path), f"no event has fn_index {key}")
             return JSONResponse({"error": f"No event has fn_index {key}. Call the "
                                           f"endpoints by name: {', '.join(public)} (their parameters: GET "
                                           f"/gradio_api/info)."}, status_code=404)

@@ -21,6 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
+from .log_throttle import printable
 from .errors import BusyError, DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
 from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
@@ -215,7 +216,7 @@ class SynthesisService:
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
                            "InputError": "refused:input"}.get(type(e).__name__, "refused")
                 self.record_refusal(outcome, str(e), self._counted_chars(text))
-                log.info("%s: %.300s", outcome, e)  # one line: what a client sends must not flood the log
+                log.info("%s: %s", outcome, printable(e, 300))  # one line, escaped: a message may quote what was sent
             raise
         restarted = False
         try:

@@ -338,3 +338,23 @@ def test_the_api_pages_prompt_audio_example_is_a_local_file_not_a_url(app):
     params = {p["parameter_name"]: p for p in info["named_endpoints"]["/synthesize"]["parameters"]}
     example = params["prompt_audio"]["example_input"]
     assert example["path"] == "voice.wav" and "url" not in example, example
+
+
+def test_a_path_with_a_newline_or_nul_cannot_forge_log_lines(app):
+    """A file= path with "%0a" and a made-up log line after it wrote that line into the log as if
+    the server had, and "%00" got a bare 500 with a traceback and put a NUL byte in the log
+    (helper-60). The NUL is a 400; whatever is logged of a path is escaped."""
+    log = LogWatch(app)
+    forged = "%0a2000-01-01%2000:00:00,000%20CRITICAL%20cosyvoice_ui:%20FORGED%20line"
+    with httpx.Client(timeout=10) as http:
+        nul = http.get(app.url + f"gradio_api/file=/tmp/a{forged}%00")
+        assert nul.status_code == 400 and "NUL" in nul.json()["detail"], nul.text
+        for _ in range(3):  # the first of a kind may log a traceback; the repeats log the path
+            http.get(app.url + f"gradio_api/file=/tmp/a{forged}")
+            http.get(app.url + f"gradio_api/call/synthesize/x{forged}")
+            http.post(app.url + f"gradio_api/call/synthesise{forged}", json={"data": []})
+    lines = log.new_lines()
+    assert not any(line.startswith("2000-01-01") for line in lines), "\n".join(lines)
+    assert "\x00" not in app.log_path.read_text(errors="replace")
+    assert not any("Traceback" in line for line in lines), "\n".join(lines)
+    assert gh.http_get(app.url + "healthz")[0] == 200

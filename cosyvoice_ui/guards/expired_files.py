@@ -35,14 +35,15 @@ class ExpiredFiles:
             at = raw.find(_FILE_ROUTE)
             # Under --auth only for a logged-in caller: the answer names the folder's time-to-live
             # (helper-54); others get Gradio's 401. The scope's path is decoded already.
+            if at >= 0 and "\x00" in raw[at:]:
+                # No file has a NUL in its name: Gradio's path check raised ValueError, a 500 with a
+                # traceback, before any login check (helper-60).
+                await _answer(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
+                return
             if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
-                body = json.dumps({"detail": (
-                    f"This file is not on the server (any more): uploads and results are kept for {upload_ttl_text()} "
-                    f"(--temp-file-ttl). Generate the result again, or upload the prompt again.")}).encode()
-                await send({"type": "http.response.start", "status": 404,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await _answer(send, 404, f"This file is not on the server (any more): uploads and results are kept "
+                                         f"for {upload_ttl_text()} (--temp-file-ttl). Generate the result again, or "
+                                         f"upload the prompt again.")
                 return
         await self.app(scope, receive, send)
 
@@ -51,3 +52,10 @@ class ExpiredFiles:
             return False
         real = os.path.realpath(path)
         return real.startswith(self.folder + os.sep) and not os.path.exists(real)
+
+
+async def _answer(send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

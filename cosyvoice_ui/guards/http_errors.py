@@ -25,7 +25,7 @@ import traceback
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from ..log_throttle import OncePerMinute, OncePerMinuteByKind
+from ..log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 
 log = logging.getLogger(__name__)
 _client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")
@@ -61,12 +61,12 @@ class QuietRequestErrors:
         try:
             await self.app(scope, receive, send_tracking)
         except ClientDisconnect:
-            _client_left.note(scope.get("method"), scope.get("path"))
+            _client_left.note(scope.get("method"), printable(scope.get("path")))
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
             client_error = _client_error(e)
             if client_error is not None:
                 _answered.note((scope.get("method"), client_error.status_code), scope.get("method"),
-                               str(scope.get("path"))[:200], client_error.status_code, str(client_error.detail)[:200])
+                               printable(scope.get("path")), client_error.status_code, printable(client_error.detail))
                 await self._finish(send, started, client_error.status_code, str(client_error.detail))
                 return
             self._log(scope, e)
@@ -81,11 +81,11 @@ class QuietRequestErrors:
             count = 2  # too many kinds to remember: no more tracebacks
         else:
             self.seen[kind] = count
-        request = f"{scope.get('method')} {scope.get('path')}"
+        request = f"{scope.get('method')} {printable(scope.get('path'))}"
         if count == 1:
             log.error("error while serving %s (traceback shown once per kind of error):", request, exc_info=error)
         else:  # past MAX_KINDS, the kinds not remembered share one throttle
-            self.repeats.note(kind, request, type(error).__name__, error, count)
+            self.repeats.note(kind, request, type(error).__name__, printable(error), count)
 
     @staticmethod
     async def _finish(send, started: bool, status: int = 500, body: str = "Internal Server Error") -> None:
