@@ -26,6 +26,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.temp_space import TempSpace, UploadSpace
+from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
@@ -63,6 +64,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
+    app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
+                       on_refused=lambda path: handlers.service.record_refusal("refused", STOPPING_MESSAGE)
+                       if "/call/synthesize" in path else None)
     app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first

@@ -413,3 +413,33 @@ def test_drain_line_follows_the_state():
     assert "no request is running" in line({"state": "ready", "in_flight": None}, 30)
     # The signal is named, as the line of a stop while loading names it (twenty-fourth newcomer session).
     assert line({"state": "ready", "in_flight": None}, 30, "SIGHUP").startswith("shutting down (SIGHUP): ")
+
+
+def test_a_rest_call_during_the_drain_is_refused_in_its_own_answer(tmp_path, monkeypatch):
+    """During a drain a REST call got an event id, and the server closed before the client's GET:
+    an empty result, no word of a retry (helper-60, one SIGTERM). It is a 503 with the reason and
+    Retry-After, ledgered as refused."""
+    import json
+
+    import httpx
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    ledger = tmp_path / "ledger.jsonl"
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
+    try:
+        app.wait_healthy()
+        running = threading.Thread(target=lambda: Client(app.url, verbose=False).predict(
+            text="sleep:3 running while we stop", api_name="/synthesize"))
+        running.start()
+        wait_for(lambda: app.status()["in_flight"] is not None, 30, "the request to run")
+        app.proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: app.status()["state"] == "stopping", 10, "the drain")
+        r = httpx.post(app.url + "gradio_api/call/synthesize", json={"data": ["Hello", None, "", "", 1.0, -1, None]},
+                       timeout=10)
+        assert r.status_code == 503 and "shutting down" in r.json()["detail"] and r.headers["retry-after"], r.text
+        running.join(30)
+        assert app.proc.wait(timeout=30) == -signal.SIGTERM
+        outcomes = [json.loads(line)["outcome"] for line in ledger.read_text().splitlines()]
+        assert outcomes == ["refused", "ok"], outcomes
+    finally:
+        app.stop()

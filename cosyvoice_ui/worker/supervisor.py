@@ -402,6 +402,11 @@ class Supervisor:
             }
 
     @property
+    def stopping(self) -> bool:
+        """True from the first stop on (a drain): no new requests are taken."""
+        return self._stopping
+
+    @property
     def worker_pid(self) -> int | None:
         with self._lock:
             return self._worker.process.pid if self._worker else None
