@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                     "will be refused until space is freed; lower --temp-reserve-mb or free space",
                     os.environ["GRADIO_TEMP_DIR"], free_bytes / 2**20, settings.temp_reserve_bytes / 2**20)
 
+    from cosyvoice_ui import log_throttle
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
@@ -220,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         from cosyvoice_ui.ui.ffmpeg import remove_private_ffmpeg
 
         remove_private_ffmpeg()
+        log_throttle.flush_all()  # counts of the last minute, before the last line
         log.info("stopped: %s; exiting", "no worker was running" if no_worker.is_set() else "the worker has ended")
 
     def listening() -> None:

@@ -51,6 +51,16 @@ def printable(text, limit: int = 200) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text)[:limit])
 
 
+def flush_all() -> None:
+    """Write every count not written yet, at once: at shutdown, so that a burst in the last minute
+    is not lost with the process (helper-60: four failed logins and two refusals never appeared)."""
+    for throttle in list(_holding):
+        try:
+            throttle.flush(now_anyway=True)
+        except Exception:  # noqa: BLE001 - a logging handler's fault must not stop the shutdown
+            pass
+
+
 class OncePerMinute:
     """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" when a minute has
     passed since the last line of this kind; otherwise it only counts, and the count is written
@@ -74,14 +84,15 @@ class OncePerMinute:
             count, self.count, self.last_s = self.count, 0, now
         self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
 
-    def flush(self) -> None:
-        """Write the occurrences counted since the last line, if a minute has passed since it."""
+    def flush(self, now_anyway: bool = False) -> None:
+        """Write the occurrences counted since the last line, if a minute has passed since it (or
+        at once, ``now_anyway``: the process is ending)."""
         with self._lock:
             now = time.monotonic()
             if not self.count:
                 _holding.discard(self)
                 return
-            if now - self.last_s < self.every_s:
+            if now - self.last_s < self.every_s and not now_anyway:
                 return
             count, self.count, self.last_s, args = self.count, 0, now, self._last_args
             _holding.discard(self)

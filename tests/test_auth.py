@@ -207,3 +207,26 @@ def test_summarized_failed_logins_name_their_addresses(caplog):
     assert lines == ["failed login from 10.0.0.1: wrong password",
                      "9 failed logins from 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5, 10.0.0.6 and others since the "
                      "last such line: 9 wrong password"], lines
+
+
+def test_counts_not_yet_written_are_written_at_shutdown(tmp_path, monkeypatch):
+    """Failed logins of the last minute were lost with the process: only the first line appeared
+    (helper-60). The shutdown writes the counts before its "stopped" line."""
+    import signal
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--auth", "alice:s3cret")
+    try:
+        app.wait_healthy()
+        with httpx.Client(base_url=app.url, timeout=10) as guesser:
+            for password in ("one", "two", "three"):
+                assert guesser.post("login", data={"username": "alice", "password": password}).status_code == 400
+            assert guesser.post("login", data={"username": "bob", "password": "x"}).status_code == 400
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(timeout=30)
+        lines = app.log_path.read_text().splitlines()
+        failed = [line for line in lines if "failed login" in line]
+        assert len(failed) == 2 and "3 failed logins" in failed[1] and "2 wrong password, 1 unknown user name" in failed[1], failed
+        assert "stopped: the worker has ended" in lines[-1], lines[-3:]
+    finally:
+        app.stop()

@@ -90,10 +90,11 @@ class LoginCheck:
         log.warning(line)
         return False
 
-    def flush(self) -> None:
-        """Write the failures counted since the last line, once ``log_every_s`` has passed since it."""
+    def flush(self, now_anyway: bool = False) -> None:
+        """Write the failures counted since the last line, once ``log_every_s`` has passed since it
+        (or at once, ``now_anyway``: the process is ending)."""
         with self._lock:
-            if not self._reasons or time.monotonic() - self._last_line_at < self._every_s:
+            if not self._reasons or (time.monotonic() - self._last_line_at < self._every_s and not now_anyway):
                 return
             line = self._take_line()
         log.warning(line)
