@@ -124,7 +124,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
     demo.has_launched = True
     _name_bad_keyword_calls(mounted)
-    _say_disk_full(mounted)
+    _say_disk_full(mounted, temp_space)
     _name_unknown_endpoints(mounted, demo)
     start_upload_sweeper(settings.temp_file_ttl_s, settings.temp_file_check_s)
     return mounted
@@ -205,7 +205,7 @@ _disk_full = OncePerMinute(log, logging.WARNING, "could not serve %s %s: %s")
 _refused = OncePerMinuteByKind(log, logging.INFO, "refused %s %s: %s")
 
 
-def _say_disk_full(app: fastapi.FastAPI) -> None:
+def _say_disk_full(app: fastapi.FastAPI, temp_space: TempSpace) -> None:
     """A file that cannot be written because the disk (or a quota) is full, in any Gradio route
     (an upload that passed temp_space's check while another filled the disk), is a 507 "The
     server's disk is full"; it was a bare 500. The handler sits on Gradio's own app: its
@@ -214,8 +214,10 @@ def _say_disk_full(app: fastapi.FastAPI) -> None:
         if getattr(error, "errno", None) not in (errno.ENOSPC, errno.EDQUOT):
             raise error
         _disk_full.note(request.method, printable(request.url.path), error)
-        return JSONResponse({"detail": "The server's disk is full: the file could not be written. Try again later."},
-                            status_code=507)
+        message = "The server's disk is full: the file could not be written. Try again later."
+        if request.url.path.rstrip("/").endswith("/gradio_api/upload"):
+            temp_space.refuse(message)  # counted with the refusals for space (it was not; helper-60)
+        return JSONResponse({"detail": message}, status_code=507)
 
     for gradio_app in _gradio_apps(app):
         gradio_app.add_exception_handler(OSError, disk_full)

@@ -8,8 +8,10 @@ Gradio's upload folder, and the server keeps synthesizing requests with a smalle
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import re
 import socket
 import time
@@ -190,14 +192,14 @@ def _answer(connection) -> str:
     return received.decode("utf-8", "replace")
 
 
-def test_uploads_that_fill_the_disk_together_get_a_507_and_the_server_goes_on(tmp_path):
+def test_uploads_arriving_together_count_against_the_space_and_a_disk_that_fills_is_a_507(tmp_path):
     """Two uploads that each fit, sent at once, passed the free-space check together and then
-    filled the disk while written: that was a bare 500 (helper-50). The temporary folder is a
-    1 MiB tmpfs and each upload a 606 kB real prompt whose head is sent before either body: at
-    least one gets 507 "The server's disk is full" (Starlette spools and Gradio copies: each
-    upload takes twice its size for a while), none a 500; one log line, no traceback; a smaller
-    upload and a request go on."""
-
+    filled the disk while written (helper-60: six at once with 23 MiB free); and a disk that
+    filled during an upload was a bare 500 (helper-50). The temporary folder is a 1 MiB tmpfs.
+    Two 606 kB real prompts with their heads sent before either body: the second is refused at
+    once, the space the first will take counted. Then a head is sent, the disk is filled from the
+    app's own mount namespace, and the body follows: 507 "The server's disk is full", counted with
+    the refusals; nothing of it stays, a smaller upload and a request go on; no traceback."""
     temp_dir = tmp_path / "gradio_tmp"
     temp_dir.mkdir()
     wrap = small_disk_wrap(temp_dir, 1024)
@@ -207,15 +209,36 @@ def test_uploads_that_fill_the_disk_together_get_a_507_and_the_server_goes_on(tm
         connections = [socket.create_connection(("127.0.0.1", app.port), timeout=30) for _ in range(2)]
         for c in connections:
             c.sendall(head)
-        time.sleep(1.0)  # both heads checked against the free space before any body arrives
+            time.sleep(0.5)  # the first head is in before the second
         for c in connections:
-            c.sendall(body)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the second is answered at its head
+                c.sendall(body)
         answers = [_answer(c) for c in connections]
-        statuses = [a.split(" ", 2)[1] for a in answers]
-        assert "507" in statuses and set(statuses) <= {"200", "507"}, answers
-        assert all("disk is full" in a for a, status in zip(answers, statuses) if status == "507"), answers
-        # What the refused uploads had written is gone: a smaller prompt fits again.
+        assert answers[0].startswith("HTTP/1.1 200") and answers[1].startswith("HTTP/1.1 507"), answers
+        assert "more are arriving in other uploads" in answers[1], answers[1]
+        # The disk fills while an upload's body is on its way.
+        seen_from_app = f"/proc/{app.proc.pid}/root{temp_dir}"
+        try:
+            filler = open(f"{seen_from_app}/filler", "wb")
+        except OSError as e:
+            pytest.skip(f"the app's mount namespace cannot be reached from here: {e}")
         small = PROMPTS_DIR / "f5_country.flac"
+        head, body = _multipart_upload_head_and_body(app.url, small)
+        with socket.create_connection(("127.0.0.1", app.port), timeout=30) as c:
+            c.sendall(head)
+            time.sleep(0.5)
+            with filler:
+                with contextlib.suppress(OSError):
+                    while True:
+                        filler.write(b"\0" * 65536)
+                        filler.flush()
+            c.sendall(body)
+            answer = _answer(c)
+        assert answer.startswith("HTTP/1.1 507") and "disk is full" in answer, answer
+        health = httpx.get(app.url + "healthz", timeout=10).json()
+        assert health["uploads_refused_for_space"] == 2 and health["status"] == "degraded", health
+        os.remove(f"{seen_from_app}/filler")
+        # What the refused upload had written is gone: a smaller prompt fits again.
         r = httpx.post(app.url + "gradio_api/upload", files={"files": (small.name, small.read_bytes(), "audio/flac")},
                        timeout=30)
         assert r.status_code == 200, (r.status_code, r.text[:300])

@@ -10,10 +10,12 @@ for the results of requests already accepted, and for the ledger and logs if the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import threading
+import time
 
 from ..log_throttle import OncePerMinute
 from .asgi_requests import logged_in
@@ -35,6 +37,8 @@ class TempSpace:
     def __init__(self, folder: str, reserve_bytes: int) -> None:
         self.folder, self.reserve_bytes = folder, int(reserve_bytes)
         self.refused_uploads = 0
+        self.arriving_bytes = 0  # declared lengths of the uploads being received now
+        self._last_refusal: tuple[float, str] | None = None  # (time.monotonic(), message)
         self._lock = threading.Lock()
         self._logged = OncePerMinute(log, logging.WARNING, "refused an upload: %s")
 
@@ -49,10 +53,14 @@ class TempSpace:
     def problem(self, incoming_bytes: int = 0) -> str | None:
         """Why an upload of ``incoming_bytes`` cannot be taken now, or ``None``."""
         free = self.free_bytes()
-        if free is None or free - incoming_bytes >= self.reserve_bytes:
+        # Uploads still arriving will take their room too: six of 4.7 MiB at once all passed with
+        # 23 MiB free, and four then filled the disk (helper-60).
+        if free is None or free - incoming_bytes - self.arriving_bytes >= self.reserve_bytes:
             return None
         # One decimal: "20 MiB free, and 20 MiB are kept" read as room enough (19.8 MiB free; helper-56).
         upload = f", this upload needs {incoming_bytes / MIB:,.1f} MiB," if incoming_bytes else ""
+        if self.arriving_bytes:
+            upload += f" {self.arriving_bytes / MIB:,.1f} MiB more are arriving in other uploads,"
         return (f"The server has no room for uploads now: {free / MIB:,.1f} MiB free in its temporary folder"
                 f"{upload} and {self.reserve_bytes / MIB:,.1f} MiB are kept for results (--temp-reserve-mb). "
                 f"Try again later; uploads and results are deleted after --temp-file-ttl.")
@@ -61,13 +69,30 @@ class TempSpace:
         """Count and log (at most a line a minute) a refused upload."""
         with self._lock:
             self.refused_uploads += 1
+            self._last_refusal = (time.monotonic(), message)
         self._logged.note(message)
+
+    @contextlib.contextmanager
+    def arriving(self, declared_bytes: int):
+        """Count an upload's declared length against the free space while it is received."""
+        with self._lock:
+            self.arriving_bytes += declared_bytes
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.arriving_bytes -= declared_bytes
 
     def status(self) -> dict:
         """``temp_folder_free_bytes``, ``temp_reserve_bytes``, ``uploads_refused_for_space`` and
-        ``temp_folder_error`` (the refusal message while space is short, else ``None``)."""
+        ``temp_folder_error`` (the refusal message while space is short, or while an upload was
+        refused in the last minute, else ``None``: with 8.4 MiB free over a reserve of 8, a 1 MiB
+        upload was refused while /healthz said "ok"; helper-60)."""
+        error = self.problem()
+        if error is None and self._last_refusal is not None and time.monotonic() - self._last_refusal[0] < 60:
+            error = self._last_refusal[1]
         return {"temp_folder_free_bytes": self.free_bytes(), "temp_reserve_bytes": self.reserve_bytes,
-                "uploads_refused_for_space": self.refused_uploads, "temp_folder_error": self.problem()}
+                "uploads_refused_for_space": self.refused_uploads, "temp_folder_error": error}
 
 
 class UploadSpace:
@@ -82,7 +107,8 @@ class UploadSpace:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith(_UPLOAD):
             declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
-            message = self.space.problem(int(declared) if declared.strip().isdigit() else 0)
+            declared_bytes = int(declared) if declared.strip().isdigit() else 0
+            message = self.space.problem(declared_bytes)
             # Under --auth, only a logged-in caller learns the disk's figures; others get Gradio's 401.
             if message is not None and await logged_in(self.app, scope, _UPLOAD):
                 self.space.refuse(message)
@@ -92,4 +118,7 @@ class UploadSpace:
                                         (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
                 await send({"type": "http.response.body", "body": body})
                 return
+            with self.space.arriving(declared_bytes):
+                await self.app(scope, receive, send)
+            return
         await self.app(scope, receive, send)
