@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                     os.environ["GRADIO_TEMP_DIR"], free_bytes / 2**20, settings.temp_reserve_bytes / 2**20)
 
     from cosyvoice_ui import log_throttle
+
+    log_throttle.throttle_library_logger("python_multipart.multipart")  # a line per broken upload otherwise
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger

@@ -117,3 +117,24 @@ class OncePerMinuteByKind:
                 throttle = self._kinds.setdefault(key, OncePerMinute(self.logger, self.level, self.message,
                                                                      self.every_s))
         throttle.note(*args)
+
+
+class _ThrottledRecords(logging.Filter):
+    """Drops a library logger's records and writes them through a :class:`OncePerMinute`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.throttle = OncePerMinute(logging.getLogger(__name__), logging.WARNING, name + ": %s")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.throttle.note(printable(record.getMessage()))
+        return False
+
+
+def throttle_library_logger(name: str) -> None:
+    """Let the logger ``name`` (a library's, whose lines follow what clients send; named exactly:
+    a filter does not reach a child logger's records) write at most one line a minute, with a
+    count: python_multipart wrote "Found invalid character 13 in header" once per broken upload
+    (50 uploads, 50 lines; helper-60)."""
+    logging.getLogger(name).addFilter(_ThrottledRecords(name))
+

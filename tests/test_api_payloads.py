@@ -358,3 +358,16 @@ def test_a_path_with_a_newline_or_nul_cannot_forge_log_lines(app):
     assert "\x00" not in app.log_path.read_text(errors="replace")
     assert not any("Traceback" in line for line in lines), "\n".join(lines)
     assert gh.http_get(app.url + "healthz")[0] == 200
+
+
+def test_a_broken_multipart_upload_is_a_400_and_one_log_line(app):
+    """A 17-byte body with a broken part header got "413 Headers exceeded maximum allowed size",
+    and python_multipart logged a line for each (50 uploads, 50 lines; helper-60)."""
+    log = LogWatch(app)
+    with httpx.Client(timeout=10) as http:
+        for _ in range(20):
+            r = http.post(app.url + "gradio_api/upload", content=b"--x\r\nnonsense\r\n\r\n",
+                          headers={"Content-Type": "multipart/form-data; boundary=x"})
+            assert r.status_code == 400 and "not a well-formed multipart form" in r.text, (r.status_code, r.text)
+    lines = [line for line in log.new_lines() if "python_multipart" in line]
+    assert len(lines) <= 1, "\n".join(lines)

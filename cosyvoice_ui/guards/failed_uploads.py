@@ -26,11 +26,21 @@ def install() -> None:
         return
     from gradio.route_utils import GradioMultiPartParser
 
+    from gradio.route_utils import MultiPartException
+
     parse = GradioMultiPartParser.parse
 
     async def parse_leaving_nothing_on_failure(self):
         try:
             return await parse(self)
+        except MultiPartException as e:
+            # Gradio calls any multipart parse error that mentions a header "Headers exceeded maximum
+            # allowed size" (a 413): a 17-byte body with a broken part header got that (helper-60).
+            cause = e.__cause__
+            if cause is not None and "maximum allowed size" in e.message and "exceed" not in str(cause).lower():
+                raise MultiPartException(f"The upload is not a well-formed multipart form ({cause}); send the "
+                                         "file as multipart/form-data in the field 'files'.") from cause
+            raise
         except BaseException:
             for file in getattr(self, "_files_to_close_on_error", ()):
                 with contextlib.suppress(OSError):
