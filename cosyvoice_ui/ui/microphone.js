@@ -5,22 +5,32 @@
   //   on plain http from another machine Gradio showed only "No microphone found".
   // - Generate pressed while still recording ran the request without the recording (Gradio
   //   has no value until Stop), in the built-in voice.
+  // And Generate pressed while the prompt still uploads waits for it (below).
   const zh = (navigator.language || "").toLowerCase().startsWith("zh");
   const TEXT = zh ? {
     insecure: "浏览器只允许 https:// 页面或本机（localhost）页面使用麦克风，而此页面是从其他地址通过 http 打开的。" +
               "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
     recording: "仍在录音：请先点击参考音频下的“Stop”结束录音，然后再点击“生成”。",
+    uploading: "参考音频仍在上传：上传完成后将自动开始生成。",
   } : {
     insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
               "over plain http from another address. Upload a recording instead, or open the page through https " +
               "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
+    uploading: "The prompt audio is still uploading: Generate runs once it has arrived.",
   };
   const prompt = () => document.getElementById("prompt_audio");
   const shown = (el) => el !== null && el.offsetParent !== null;
   const recording = () => {
     const p = prompt();
     return p !== null && Array.from(p.querySelectorAll(".stop-button, .stop-button-paused")).some(shown);
+  };
+  // Generate pressed while the prompt was still uploading ran the request without it, in the
+  // built-in voice (a slow link; the browser test did it under load): the press waits for the
+  // upload, then goes through.
+  const uploading = () => {
+    const p = prompt();
+    return p !== null && Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown);
   };
   document.addEventListener("click", (e) => {
     const target = e.target instanceof Element ? e.target : null;
@@ -30,6 +40,19 @@
       return;
     }
     const generate = target.closest("#generate");
+    if (generate && !recording() && uploading()) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      const el = note("uploading_note", TEXT.uploading, generate);
+      const started = Date.now();
+      const later = () => {
+        if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
+        if (el) el.remove();
+        generate.click();
+      };
+      setTimeout(later, 250);
+      return;
+    }
     if (generate && recording()) {
       e.preventDefault();
       e.stopImmediatePropagation();

@@ -161,6 +161,28 @@ def test_generate_while_recording_waits_for_the_recording(browser, app):
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
 
 
+def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
+    """Generate pressed while the prompt was still uploading ran the request without it, in the
+    built-in voice (this session's CI run, under load, with a phone's .3gp). The press now waits
+    for the upload, says so, and then runs with the prompt. The upload is slowed to 100 kB/s."""
+    page = _page(browser, app)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
+                                                  "uploadThroughput": 100_000})
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))  # 762 kB
+    page.locator("#text textarea").fill("Spoken in the uploaded voice.")
+    page.locator("#prompt_audio .uploading").first.wait_for(timeout=10_000)
+    page.locator("#generate").click()
+    note = page.locator("#uploading_note")
+    note.wait_for(timeout=5000)
+    assert "still uploading" in note.inner_text()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=120_000)
+    stats = _stats_text(page)
+    assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+    assert page.locator("#uploading_note").count() == 0
+
+
 def _network_address() -> str | None:
     """An IPv4 address of this machine other than loopback (a page there is not a secure context)."""
     import socket
