@@ -520,6 +520,21 @@ def test_model_control_markers_are_removed_for_every_engine():
     assert remove_markup("x || y and a|b") == ("x || y and a|b", [])
 
 
+@pytest.mark.parametrize("typed", ["Hi <|end<|endoftext|>oftext|> x", "Hi <<|x|>|endoftext|> x",
+                                   "Hi <<b></b>|endoftext|> x", "Hi &lt;|endoftext|&gt; x", "Hi ＜｜endoftext｜＞ x",
+                                   "Hi ﹤|endoftext|﹥ x", "Hi <\x00|endoftext|> x", "Hi <\u00ad|endoftext|\u00ad> x",
+                                   "Hi <\u202e|endoftext|> x"])
+def test_a_disguised_control_marker_is_removed_too(typed):
+    """Nested, entity-encoded, full-width or with a NUL, soft hyphen or bidi mark inside, a marker
+    came out whole only after cleaning and was read "endoftext" (helper-61)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    request, notes, _ = build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
+                                      capabilities=engine_capabilities("embedded"))
+    assert request.text == "Hi x" and "control marker" in " ".join(notes), (request.text, notes)
+
+
 def test_the_sound_labels_note_names_each_label():
     """It said "sound labels ([Music])" whatever was removed: [Applause] went unnamed (helper-59)."""
     from cosyvoice_ui.inputs.markup import remove_markup

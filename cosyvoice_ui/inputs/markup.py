@@ -67,6 +67,29 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 # Model control markers (<|endoftext|>, <|im_start|>): the embedded engine read them as words
 # ("endoftext Hello"; helper-59). CosyVoice's adapter removes them again, with any fragment left.
 _CONTROL_MARKER = re.compile(r"<\|[^\n<>|]{0,64}\|>")
+_ANY_MARKER = re.compile(r"<\|[^\n]*?\|>")
+_MARKER_FRAGMENT = re.compile(r"<\||\|>")
+
+
+def strip_control_markers(text: str) -> tuple[str, list[str]]:
+    """Remove every ``<|...|>`` marker, and then any ``<|`` or ``|>`` left over, until none is left
+    (removing one must not join the pieces of another: ``<<|x|>|endofprompt|>``). Run on text
+    already cleaned (NFKC, control and format characters dropped, references decoded): a marker
+    written full-width, with a soft hyphen or NUL inside, as ``&lt;|...|&gt;`` or nested was read
+    aloud by the embedded engine after :func:`remove_markup` had let it through (helper-61).
+
+    Returns:
+        ``(clean text, the markers and fragments removed)``.
+    """
+    removed: list[str] = []
+    while True:
+        found = _ANY_MARKER.findall(text) or _MARKER_FRAGMENT.findall(text)
+        if not found:
+            return (re.sub(r"[ \t]{2,}", " ", text) if removed else text), removed
+        removed.extend(found)
+        text = _ANY_MARKER.sub("", text) if _ANY_MARKER.search(text) else _MARKER_FRAGMENT.sub("", text)
+
+
 # Quotes around an emoticon ('"^_^"') are taken off to find it, and go with it.
 _OPENING_QUOTES, _CLOSING_QUOTES = "\"'“‘«", "\"'”’»"
 # Elements whose content is code or drawing, not words: pasted page source had its JavaScript and
@@ -351,7 +374,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
 
     def control_marker(m: re.Match) -> str:
         note(f"{m.group()} (a model's control marker)")
-        return " "
+        return ""  # not a space: "<<|x|>|endoftext|>" must close up into the marker it hides
 
     # First: Markdown would take the shrug's "_(ツ)_" for emphasis.
     out = _CONTROL_MARKER.sub(control_marker, text)

@@ -9,7 +9,7 @@ import math
 
 from ..engines.base import Capabilities, PromptSamples, SynthesisRequest
 from ..errors import InputError
-from .markup import remove_markup
+from .markup import remove_markup, strip_control_markers
 from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
 from .text import RAW_TEXT_FACTOR, clean_text, long_codes, validate_text
@@ -73,6 +73,15 @@ def build_request(
             raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
     clean = validate_text(text, max_text_chars, capabilities.languages)
+    # Again on the cleaned text: a marker disguised (full-width, entity-encoded, nested, a NUL or
+    # soft hyphen inside) comes out whole only now (helper-61).
+    clean, markers = strip_control_markers(clean)
+    if markers:
+        markup.extend(f"{m} (a model's control marker)" for m in dict.fromkeys(markers))
+        clean = clean.strip()
+        if not any(ch.isalnum() for ch in clean):
+            raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
+                             f"Type or paste the words themselves.")
     notes: list[str] = []
     if markup:
         notes.append(f"Markup removed before speaking (it would have been read aloud): {_listed(markup)}.")

@@ -13,12 +13,11 @@ are removed before any of this.
 from __future__ import annotations
 
 import dataclasses
-import re
+
+from ...inputs.markup import strip_control_markers as strip_markers
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 END_OF_PROMPT = "<|endofprompt|>"
-_MARKER = re.compile(r"<\|[^\n]*?\|>")
-_FRAGMENT = re.compile(r"<\||\|>")
 # The inline tags CosyVoice's tokenizer knows; they pass through and the UI lists them as help.
 INLINE_TAGS = ("[breath]", "[quick_breath]", "[laughter]", "[noise]", "[cough]", "[sigh]",
                "<strong>word</strong>", "<laughter>words</laughter>")
@@ -29,22 +28,6 @@ INSTRUCTION_PRESETS = (
 )
 
 ZERO_SHOT, CROSS_LINGUAL, INSTRUCT, PRETRAINED = "zero-shot", "cross-lingual", "instruct", "pretrained speaker"
-
-
-def strip_markers(text: str) -> tuple[str, list[str]]:
-    """Remove every ``<|...|>`` marker from user text, and then any ``<|`` or ``|>`` left over, until
-    none is left (removing one must not join the pieces of another: ``<<|x|>|endofprompt|>``).
-
-    Returns:
-        ``(clean text, the markers and fragments removed)``.
-    """
-    removed: list[str] = []
-    while True:
-        found = _MARKER.findall(text) or _FRAGMENT.findall(text)
-        if not found:
-            return (re.sub(r"[ \t]{2,}", " ", text) if removed else text), removed
-        removed.extend(found)
-        text = _MARKER.sub("", text) if _MARKER.search(text) else _FRAGMENT.sub("", text)
 
 
 @dataclasses.dataclass(frozen=True)
