@@ -12,12 +12,15 @@
               "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
     recording: "仍在录音：请先点击参考音频下的“Stop”结束录音，然后再点击“生成”。",
     uploading: "参考音频仍在上传：上传完成后将自动开始生成。",
+    upload_failed: "参考音频上传失败（见上方提示），因此未开始生成。请重新上传；若要使用内置声音，请再次点击“生成”。",
   } : {
     insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
               "over plain http from another address. Upload a recording instead, or open the page through https " +
               "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
     uploading: "The prompt audio is still uploading: Generate runs once it has arrived.",
+    upload_failed: "The prompt audio did not upload (see the message above), so Generate was not run. Upload " +
+                   "it again, or press Generate once more to speak in the built-in voice.",
   };
   const prompt = () => document.getElementById("prompt_audio");
   const shown = (el) => el !== null && el.offsetParent !== null;
@@ -47,6 +50,13 @@
       const started = Date.now();
       const later = () => {
         if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
+        // A refused upload (too large, no room) leaves no prompt: the held press ran in the built-in
+        // voice all the same (helper-61). It is dropped, and the note says why.
+        const arrived = prompt() !== null && prompt().querySelector("audio") !== null;
+        if (!arrived) {
+          if (el) el.textContent = TEXT.upload_failed;
+          return setTimeout(() => el && el.remove(), 15000);
+        }
         if (el) el.remove();
         generate.click();
       };

@@ -183,6 +183,30 @@ def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
     assert page.locator("#uploading_note").count() == 0
 
 
+def test_generate_held_for_an_upload_that_is_refused_is_dropped(browser, tmp_path):
+    """A held Generate ran in the built-in voice after the upload was refused (no room for it:
+    helper-61). The press is dropped and the note says why; nothing is synthesized."""
+    from ..conftest import serving
+
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--temp-reserve-mb", "100000000",
+                 env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        page = _page(browser, app)
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 400, "downloadThroughput": -1,
+                                                      "uploadThroughput": 50_000})
+        page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+        page.locator("#prompt_audio .uploading").first.wait_for(timeout=10_000)
+        page.locator("#generate").click()
+        note = page.locator("#uploading_note")
+        note.wait_for(timeout=5000)
+        page.wait_for_function("(document.getElementById('uploading_note') || {}).textContent?.includes('did not upload')",
+                               timeout=60_000)
+        page.wait_for_timeout(3000)
+        assert "audio_s" not in _stats_text(page), "the held press ran without the refused prompt"
+        assert app.status()["completed"] == 0
+
+
 def _network_address() -> str | None:
     """An IPv4 address of this machine other than loopback (a page there is not a secure context)."""
     import socket
