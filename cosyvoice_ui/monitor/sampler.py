@@ -16,10 +16,12 @@ from typing import Callable
 
 import psutil
 
+from ..log_throttle import OncePerMinute
 from .gpu_log import GpuLog
 from .nvml import GpuSample, NvmlReader
 
 log = logging.getLogger(__name__)
+_sample_failed = OncePerMinute(log, logging.WARNING, "memory sample failed: %s")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +153,10 @@ class MemoryMonitor:
                     self._samples.append(sample)
                 if self._log_file:
                     self._log_file.write(format_dmon_line(sample))
+            except OSError as e:
+                # Out of file handles (a connection flood) or a process gone: a traceback a second
+                # filled the log during a flood (the final CI run of the fourteenth session).
+                _sample_failed.note(e)
             except Exception:  # a sampling hiccup must never stop monitoring
                 log.exception("memory sample failed")
             self.cpu_time_s += time.thread_time() - t0
