@@ -1,7 +1,30 @@
-"""ASGI helpers the guards share: read a request's body and hand it on (rewritten or not), and
-ask Gradio whether the caller is logged in."""
+"""ASGI helpers the guards share: answer with a JSON refusal, read a request's body and hand it
+on (rewritten or not), and ask Gradio whether the caller is logged in."""
 
 from __future__ import annotations
+
+import json
+
+
+async def answer_json(send, status: int, detail: str, *, close: bool = False,
+                      headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """Send a whole HTTP response ``{"detail": detail}`` (FastAPI's shape for an HTTPException, so
+    gradio_client and the page show the message as they show Gradio's own refusals).
+
+    Args:
+        send: the ASGI ``send`` of a request no response has started for.
+        status: the HTTP status (401, 403, 413, 503, 507, ...).
+        detail: the message for the person; any text (it is JSON-escaped here).
+        close: add ``Connection: close``, for a refusal sent before the body was read (keeping the
+            connection would make the server read, or the client send, the rest of it).
+        headers: more headers, e.g. ``((b"retry-after", b"10"),)``.
+    """
+    body = json.dumps({"detail": detail}).encode()
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    if close:
+        start.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def logged_in(app, scope, route: str) -> bool:

@@ -9,11 +9,10 @@ long files are kept and what to do; other paths go to Gradio as before.
 
 from __future__ import annotations
 
-import json
 import os
 
 from ..temp_files import upload_ttl_text
-from .asgi_requests import logged_in
+from .asgi_requests import answer_json, logged_in
 
 _FILE_ROUTE = "/gradio_api/file="
 
@@ -38,12 +37,12 @@ class ExpiredFiles:
             if at >= 0 and "\x00" in raw[at:]:
                 # No file has a NUL in its name: Gradio's path check raised ValueError, a 500 with a
                 # traceback, before any login check (helper-60).
-                await _answer(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
+                await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
             if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
-                await _answer(send, 404, f"This file is not on the server (any more): uploads and results are kept "
-                                         f"for {upload_ttl_text()} (--temp-file-ttl). Generate the result again, or "
-                                         f"upload the prompt again.")
+                await answer_json(send, 404, f"This file is not on the server (any more): uploads and results are kept "
+                               f"for {upload_ttl_text()} (--temp-file-ttl). Generate the result again, or "
+                               f"upload the prompt again.")
                 return
         await self.app(scope, receive, send)
 
@@ -54,8 +53,3 @@ class ExpiredFiles:
         return real.startswith(self.folder + os.sep) and not os.path.exists(real)
 
 
-async def _answer(send, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})

@@ -11,7 +11,7 @@ a playlist URL from a proxy log played the synthesized speech to anyone (helper-
 
 from __future__ import annotations
 
-from .asgi_requests import logged_in
+from .asgi_requests import answer_json, logged_in
 
 _UNCHECKED_ROUTES = ("/gradio_api/heartbeat/", "/gradio_api/stream/")
 
@@ -26,8 +26,6 @@ class LoginRequired:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         route = next((r for r in _UNCHECKED_ROUTES if r in path), None)
         if route is not None and not await logged_in(self.app, scope, path[path.rfind(route):]):
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": b'{"detail":"Not authenticated"}'})
+            await answer_json(send, 401, "Not authenticated")
             return
         await self.app(scope, receive, send)

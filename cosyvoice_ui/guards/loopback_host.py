@@ -15,7 +15,8 @@ check is off.
 from __future__ import annotations
 
 import ipaddress
-import json
+
+from .asgi_requests import answer_json
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -68,7 +69,4 @@ class LoopbackHostOnly:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps({"detail": message}).encode()
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await answer_json(send, 403, message)

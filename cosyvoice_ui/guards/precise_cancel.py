@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 
-from .asgi_requests import logged_in, read_body, replay, with_length
+from .asgi_requests import answer_json, logged_in, read_body, replay, with_length
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class PreciseCancel:
             payload = None  # Gradio answers a malformed body (422)
         if payload is not None:
             if not await logged_in(self.app, scope, "/gradio_api/cancel"):
-                await _answer(send, 401, b'{"detail":"Not authenticated"}')
+                await answer_json(send, 401, "Not authenticated")
                 return
             cancelled = await cancel_task_named(task_name)
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
@@ -64,8 +64,3 @@ async def cancel_task_named(name: str) -> int:
     await asyncio.gather(*tasks, return_exceptions=True)
     return len(tasks)
 
-
-async def _answer(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": body})

@@ -11,9 +11,8 @@ bounded before it is read.
 
 from __future__ import annotations
 
-import json
-
 from ..inputs.text import RAW_TEXT_FACTOR
+from .asgi_requests import answer_json
 
 _UPLOAD = "/gradio_api/upload"
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024  # part headers and boundaries around the one file
@@ -62,8 +61,5 @@ class RequestSizeLimit:
 
 
 async def _refuse(send, status: int, message: str) -> None:
-    body = json.dumps({"detail": message}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    # Connection: close, since the body was never read: the client may still be sending it.
+    await answer_json(send, status, message, close=True)

@@ -11,14 +11,13 @@ for the results of requests already accepted, and for the ledger and logs if the
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 import threading
 import time
 
 from ..log_throttle import OncePerMinute
-from .asgi_requests import logged_in
+from .asgi_requests import answer_json, logged_in
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +111,7 @@ class UploadSpace:
             # Under --auth, only a logged-in caller learns the disk's figures; others get Gradio's 401.
             if message is not None and await logged_in(self.app, scope, _UPLOAD):
                 self.space.refuse(message)
-                body = json.dumps({"detail": message}).encode()
-                await send({"type": "http.response.start", "status": 507,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": body})
+                await answer_json(send, 507, message, close=True)
                 return
             with self.space.arriving(declared_bytes):
                 await self.app(scope, receive, send)

@@ -11,8 +11,9 @@ stream.
 
 from __future__ import annotations
 
-import json
 from typing import Callable
+
+from .asgi_requests import answer_json
 
 MESSAGE = "The application is shutting down and takes no new requests. Try again shortly."
 
@@ -34,10 +35,6 @@ class RefuseWhileStopping:
         if (scope["type"] == "http" and scope["method"] == "POST" and "/gradio_api/call/" in scope.get("path", "")
                 and self.stopping()):
             self.on_refused(scope["path"])
-            body = json.dumps({"detail": MESSAGE}).encode()
-            await send({"type": "http.response.start", "status": 503,
-                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"10"),
-                                    (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": body})
+            await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
             return
         await self.app(scope, receive, send)
