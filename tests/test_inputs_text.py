@@ -566,3 +566,22 @@ def test_the_citation_note_names_the_marks_removed():
     assert remove_markup("It was built in 1900.[7]") == ("It was built in 1900.", ["citation marks ([7])"])
     assert remove_markup("Rally as inflation cools.[1][2] The moon is cheese.[citation needed]")[1] == \
         ["citation marks ([1], [2])", "citation marks ([citation needed])"]
+
+
+@pytest.mark.parametrize("field", ["instruction", "prompt_text"])
+def test_a_disguised_control_marker_leaves_the_instruction_and_prompt_text_too(field):
+    """The text lost a marker that came out whole only in cleaning; the instruction and prompt text
+    kept it for the engine to remove (CosyVoice's adapter did; the embedded engine listed
+    "endoftext" among the instruction's words not applied)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    value = "happy &lt;|endoftext|&gt; ＜｜im_end｜＞"
+    fields = {"instruction": None, "prompt_text": None, field: value}
+    request, notes, _ = build_request("Hello there.", None, fields["prompt_text"], fields["instruction"], 1.0, -1,
+                                      max_text_chars=2000, capabilities=engine_capabilities("embedded"))
+    kept = request.instruction if field == "instruction" else request.prompt_text
+    assert kept == "happy", kept
+    name = field.replace("_", " ")
+    assert any(n.startswith(f"Markup removed from the {name}: <|endoftext|> (a model's control marker), "
+                            "<|im_end|>") for n in notes), notes

@@ -111,10 +111,12 @@ def build_request(
     instruction_clean = _optional_text(
         instruction, MAX_INSTRUCTION_CHARS, "instruction",
         "Describe the style in a few words, e.g. 'happy' or '用悲伤的语气'.")
+    instruction_clean = _without_disguised_markers(instruction_clean, "instruction", notes)
     if instruction_clean and not capabilities.instruction_presets:
         notes.append("This engine does not take instructions; the instruction was not applied.")
     prompt_text_clean = _optional_text(
         prompt_text, MAX_PROMPT_TEXT_CHARS, "prompt text", "It should be the transcript of the prompt audio only.")
+    prompt_text_clean = _without_disguised_markers(prompt_text_clean, "prompt text", notes)
     if prompt_text_clean and not capabilities.uses_prompt_text:
         notes.append("This engine does not use the prompt text; it clones from the audio alone.")
     speed_hint = f"use a number from {SPEED_RANGE[0]} to {SPEED_RANGE[1]} (1.0 is natural)"
@@ -152,6 +154,17 @@ def _without_markup(value: str | None, limit: int, name: str, capabilities: Capa
     if removed:
         notes.append(f"Markup removed from the {name}: {_listed(removed)}.")
     return value
+
+
+def _without_disguised_markers(cleaned: str, name: str, notes: list[str]) -> str:
+    """``cleaned`` without the control markers that came out whole only in cleaning (as for the
+    text), with a note: the fields get the same treatment, so no engine has to be trusted to
+    remove them again."""
+    cleaned, markers = strip_control_markers(cleaned)
+    if markers:
+        shown = [f"{m} (a model's control marker)" for m in dict.fromkeys(markers)]
+        notes.append(f"Markup removed from the {name}: {_listed(shown)}.")
+    return cleaned.strip()
 
 
 def _optional_text(value: str | None, limit: int, name: str, hint: str) -> str:
