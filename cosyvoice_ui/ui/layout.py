@@ -19,13 +19,15 @@ PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 # Run by the page on load (Gradio takes one function): prompt_upload.js gives recordings that
 # Chromium calls video (.webm) an audio type, names without markup, and stops files over the
 # upload limit with their size; microphone.js says why recording cannot work on plain
-# http from another machine, and holds Generate while the prompt is still being recorded.
+# http from another machine, and holds Generate while the prompt is still being recorded;
+# upload_refusal.js shows an upload's refusal (413, 507) without the JSON around its message.
 def _script(name: str) -> str:
     return Path(__file__).with_name(name).read_text(encoding="utf-8").strip()
 
 
 PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
-           + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js")) + "}")
+           + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js",
+                                                                     "upload_refusal.js")) + "}")
 
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).

@@ -215,6 +215,10 @@ def test_generate_held_for_an_upload_that_is_refused_is_dropped(browser, tmp_pat
         page.wait_for_timeout(3000)
         assert "audio_s" not in _stats_text(page), "the held press ran without the refused prompt"
         assert app.status()["completed"] == 0
+        # The pop-up shows the server's message alone, not 'HTTP 507: {"detail": ...}'.
+        toasts = page.locator("[data-testid='toast-text']").all_inner_texts()
+        assert any(t.startswith("The server has no room for uploads now") for t in toasts), toasts
+        assert not any("{" in t or "HTTP 507" in t for t in toasts), toasts
 
 
 def _network_address() -> str | None:
