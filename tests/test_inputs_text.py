@@ -585,3 +585,17 @@ def test_a_disguised_control_marker_leaves_the_instruction_and_prompt_text_too(f
     name = field.replace("_", " ")
     assert any(n.startswith(f"Markup removed from the {name}: <|endoftext|> (a model's control marker), "
                             "<|im_end|>") for n in notes), notes
+
+
+@pytest.mark.parametrize("typed, spoken", [
+    ("Great, 😀, thanks.", "Great, thanks."), ("Hi (😀) there.", "Hi there."), ("Yes – 😀 – no.", "Yes – no."),
+    ("We met :), then left.", "We met, then left."), ("Call f() with 1,,2 😀.", "Call f() with 1,,2.")])
+def test_punctuation_emptied_by_a_removed_emoji_goes_with_it(typed, spoken):
+    """"Great, 😀, thanks" was spoken from "Great,, thanks", "Hi (😀) there" from "Hi ( ) there"
+    (known list). What the user typed themselves ("f()", "1,,2") stays."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    request, _, _ = build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
+                                  capabilities=engine_capabilities("embedded"))
+    assert request.text == spoken, request.text

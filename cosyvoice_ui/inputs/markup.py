@@ -406,4 +406,21 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     out = _CHARACTER_REFERENCE.sub(reference, out)
     if _SENTENCE_BREAK in out:
         out = " ".join(_line_as_sentence(piece.strip()) for piece in out.split(_SENTENCE_BREAK) if piece.strip())
+    if removed:
+        out = _without_emptied_punctuation(out)
     return out, removed
+
+
+# What a removed emoji or tag leaves between its punctuation: "Great, 😀, thanks" became
+# "Great,, thanks", "Hi (😀) there" "Hi ( ) there", "Yes – 😀 – no" "Yes – – no" (known list).
+_EMPTIED = (
+    (re.compile(r"[(\[（【]\s+[)\]）】]"), " "),    # brackets left empty (with a space: "f()" stays)
+    (re.compile(r"(?<!\d)([,，、])(?:\s*[,，、])+"), r"\1"),  # commas left in a row ("1,,2" stays)
+    (re.compile(r"([–—])(?:\s+[–—])+"), r"\1"),        # dashes left in a row
+)
+
+
+def _without_emptied_punctuation(text: str) -> str:
+    for pattern, replacement in _EMPTIED:
+        text = pattern.sub(replacement, text)
+    return text
