@@ -40,9 +40,9 @@ class ExpiredFiles:
                 await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
             if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
-                await answer_json(send, 404, f"This file is not on the server (any more): uploads and results are kept "
-                               f"for {upload_ttl_text()} (--temp-file-ttl). Generate the result again, or "
-                               f"upload the prompt again.")
+                await answer_json(send, 404, f"This file is not on the server (any more): uploads and results "
+                                             f"are kept for {upload_ttl_text()} (--temp-file-ttl). Generate the "
+                                             f"result again, or upload the prompt again.")
                 return
         await self.app(scope, receive, send)
 
