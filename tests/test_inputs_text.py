@@ -599,3 +599,14 @@ def test_punctuation_emptied_by_a_removed_emoji_goes_with_it(typed, spoken):
     request, _, _ = build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
                                   capabilities=engine_capabilities("embedded"))
     assert request.text == spoken, request.text
+
+
+@pytest.mark.parametrize("typed, cleaned", [("hello\u202eworld today", "hello world today"),
+                                            ("Say \u2067hello\u2069 now", "Say hello now"),
+                                            ("co\u00adop", "coop")])
+def test_a_bidi_override_between_letters_parts_two_words(typed, cleaned):
+    """Dropped like a soft hyphen, a bidi override joined "hello\\u202eworld" into one word for the
+    engine (known list); beside a space it is dropped, and a soft hyphen still joins."""
+    from cosyvoice_ui.inputs.text import clean_text
+
+    assert clean_text(typed) == cleaned

@@ -164,6 +164,12 @@ _HYPHENATED_LINE_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad][ \t]*\r?\n[ \t]*(?=
 _PUNCTUATION_BEFORE_A_LETTER = re.compile(r"(?<=[^\W\d_])([!?,;])(?=[^\W\d_])")
 
 
+# A bidi embedding, override or isolate (U+202A-U+202E, U+2066-U+2069) starts or ends a run of
+# text, so between two letters it parts two words: dropped like other format characters, it
+# joined "hello\u202eworld" into one (known list). Beside a space it is dropped.
+_BIDI_RUN_BETWEEN_WORDS = re.compile(r"(?<=\w)[\u202a-\u202e\u2066-\u2069]+(?=\w)")
+
+
 def clean_text(text: str) -> str:
     """Normalize to NFKC (fullwidth ``ｈｅｌｌｏ`` typed on a Chinese keyboard becomes ``hello``),
     with superscripts written as powers and fractions kept apart from the number before them
@@ -173,8 +179,9 @@ def clean_text(text: str) -> str:
     drop terminal escape sequences, write apostrophes typed as ``ʼ``, ``ʹ`` or a backtick inside a
     word as ``'``, join words hyphenated across a line break (``exam-\nple`` -> ``example``), put a
     space after ``! ? , ;`` between letters (``confirm!Thanks``), turn line breaks, tabs and
-    zero-width spaces and control characters other than NUL (BEL, DEL) into spaces, drop NUL and
-    format characters (soft hyphens, joiners, bidi overrides), collapse runs of spaces, write decimal commas as points
+    zero-width spaces, control characters other than NUL (BEL, DEL) and bidi overrides between two
+    letters into spaces, drop NUL and other format characters (soft hyphens, joiners, bidi marks),
+    collapse runs of spaces, write decimal commas as points
     where they cannot be anything else (:func:`write_decimal_commas_as_points`: ``1.234,56``,
     ``€9,99``), and spell runs of 13 or more digits one digit at a time (:func:`spell_long_digit_runs`).
 
@@ -193,6 +200,7 @@ def clean_text(text: str) -> str:
     # newcomer session). ＇ became ' above (NFKC); espeak reads ’ as an apostrophe itself.
     text = _WORD_APOSTROPHE.sub("'", text)
     text = _PUNCTUATION_BEFORE_A_LETTER.sub(r"\1 ", text)
+    text = _BIDI_RUN_BETWEEN_WORDS.sub(" ", text)
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
