@@ -325,6 +325,37 @@ def test_no_real_prompt_has_a_steady_line():
         assert steady_lines_hz(load_prompt_audio(str(path)).samples, PROMPT_SAMPLE_RATE_HZ) == (), path.name
 
 
+def test_no_stretch_of_a_real_prompt_has_a_steady_line():
+    """A voice held near one pitch for 2-4 s passed for a tone: xtts_female.wav's first 2 s had
+    its own 188 Hz notched as "mains hum" and came out 2 semitones higher (helper-63), and 19 of
+    537 stretches of 1.5-4 s of the real prompts had a "line". Every half-second offset is tried."""
+    from cosyvoice_ui.inputs.prompt_audio import steady_lines_hz
+
+    sr = PROMPT_SAMPLE_RATE_HZ
+    for path in prompt_files():
+        x = load_prompt_audio(str(path)).samples
+        for seconds in (2.0, 3.0, 4.0):
+            n = int(seconds * sr)
+            for start in range(0, len(x) - n, sr // 2):
+                assert steady_lines_hz(x[start:start + n], sr) == (), (path.name, seconds, start / sr)
+
+
+@pytest.mark.parametrize("lines_hz, db", [({150.0: 1.0}, -12), ({220.0: 1.0}, -6), ({60.0: 1.0, 180.0: 0.5}, -20)])
+def test_a_tone_under_a_short_stretch_of_speech_is_still_found(lines_hz, db):
+    """The test that keeps a held voice from passing for a tone must not lose real tones in
+    stretches as short as 2 s."""
+    from cosyvoice_ui.inputs.prompt_audio import steady_lines_hz
+
+    from .make_hostile_corpus import under_speech
+
+    sr = PROMPT_SAMPLE_RATE_HZ
+    for name in ("xtts_female.wav", "f5_town.flac"):
+        noisy, _ = under_speech(load_prompt_audio(str(PROMPTS_DIR / name)).samples, sr, db, lines_hz)
+        for start in range(0, len(noisy) - 2 * sr, 3 * sr // 2):
+            found = steady_lines_hz(noisy[start:start + 2 * sr], sr)
+            assert any(abs(hz - min(lines_hz)) < 3 for hz in found), (name, start / sr, found)
+
+
 def test_codec_overshoot_is_scaled_without_blaming_the_file(tmp_path):
     """xtts_male.wav peaks at 0.986; as Opus it decodes to 1.02, and the note said the file was
     "written at the wrong scale, clipped, or with a loud burst" (thirty-fifth newcomer session)."""

@@ -581,6 +581,8 @@ _LINE_BAND_HZ = (25.0, 4000.0)
 _MAX_LINES = 8
 _HUM_BELOW_HZ = 70.0  # a line this low (mains at 50/60 Hz, rumble) brings its harmonics with it
 _HARMONIC_PROMINENCE_DB = 6.0
+_LINE_MAX_WANDER_HZ = 2.5  # see _held_steady
+_LINE_WINDOW_PROMINENCE_DB = 10.0
 _NOTCH_WIDTH_HZ = 8.0
 _NOTCH_PASSES = 3
 
@@ -637,7 +639,8 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     in_pauses = prominence_of(np.median(shares[quiet], axis=0))
     candidates = [i for i in np.flatnonzero((freqs >= _LINE_BAND_HZ[0]) & (freqs <= _LINE_BAND_HZ[1]))
                   if prominence[i] >= 10 ** (_LINE_PROMINENCE_DB / 10) and share[i] == share[max(0, i - 3):i + 4].max()
-                  and in_pauses[max(0, i - 1):i + 2].max() >= 10 ** (_LINE_PROMINENCE_DB / 10)]
+                  and in_pauses[max(0, i - 1):i + 2].max() >= 10 ** (_LINE_PROMINENCE_DB / 10)
+                  and _held_steady(power, freqs[1] - freqs[0], i)]
     # Mains hum's harmonics are weaker than its fundamental; left in, they alone moved the pitch
     # WORLD found (a female voice's 155 Hz became 186 Hz with 60 Hz notched and 180 Hz left).
     step = freqs[1] - freqs[0]
@@ -661,10 +664,10 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     return tuple(sorted(found))
 
 
-def _line_track_hz(power: np.ndarray, step_hz: float, hz: float) -> tuple[float, float]:
-    """The range (5th to 95th percentile, Hz) a line near ``hz`` wanders over: its peak within
-    6 Hz in each window of ``power`` (:func:`_audible_spectra`, bins ``step_hz`` apart), to a
-    fraction of a bin by parabolic interpolation."""
+def _line_peaks_hz(power: np.ndarray, step_hz: float, hz: float) -> np.ndarray:
+    """A line's frequency (Hz) in each window of ``power`` (:func:`_audible_spectra`, bins
+    ``step_hz`` apart): the peak within 6 Hz of ``hz``, to a fraction of a bin by parabolic
+    interpolation. Shape ``(windows,)``, float64."""
     step = step_hz
     lo, hi = max(1, int((hz - 6) / step)), int((hz + 6) / step) + 1
     peaks = []
@@ -673,7 +676,33 @@ def _line_track_hz(power: np.ndarray, step_hz: float, hz: float) -> tuple[float,
         a, b, c = row[k - 1], row[k], row[k + 1]
         offset = 0.5 * (a - c) / (a - 2 * b + c) if a - 2 * b + c < 0 else 0.0
         peaks.append((lo - 1 + k + offset) * step)
-    return (float(np.percentile(peaks, 5)), float(np.percentile(peaks, 95))) if peaks else (hz, hz)
+    return np.array(peaks, dtype=np.float64)
+
+
+def _line_track_hz(power: np.ndarray, step_hz: float, hz: float) -> tuple[float, float]:
+    """The range (5th to 95th percentile, Hz) a line near ``hz`` wanders over (:func:`_line_peaks_hz`)."""
+    peaks = _line_peaks_hz(power, step_hz, hz)
+    return (float(np.percentile(peaks, 5)), float(np.percentile(peaks, 95))) if len(peaks) else (hz, hz)
+
+
+def _held_steady(power: np.ndarray, step_hz: float, i: int) -> bool:
+    """Whether the line at bin ``i`` is a tone rather than a voice's harmonic held for a while: its
+    frequency varies by at most 2.5 Hz (standard deviation over the windows) and it stands at
+    least 10 dB above its neighbours (within 30 Hz) in the median window.
+
+    In a 2-4 s stretch a voice near one pitch passed the other tests: xtts_female.wav's first
+    2 s had its 188 Hz notched as "mains hum" and the clone came out 2 semitones higher
+    (helper-63); f5_town.flac's 101-115 Hz in 13 of its 2-4 s stretches. Those lines wander by
+    2.8-8.8 Hz, and the one under 3.5 Hz stands 5.7 dB above its neighbours; tones of 150 and
+    220 Hz 6-12 dB under each real prompt, and mains hum at 60 Hz, in 2 and 4 s stretches, by at
+    most 2.3 Hz, at 16.7 dB or more (``/tmp/s15/hum_diag2.py``, a throwaway script of the
+    fifteenth session). A tone that drifts more than about 8 Hz is missed."""
+    sd_hz = float(np.std(_line_peaks_hz(power, step_hz, i * step_hz)))
+    half = int(_LINE_NEIGHBOURS_HZ / step_hz)
+    near = power[:, max(0, i - 3):i + 4].max(axis=1)
+    around = np.median(power[:, max(0, i - half):i + half + 1], axis=1)
+    prominence_db = float(np.median(10 * np.log10(near / np.maximum(around, 1e-30))))
+    return sd_hz <= _LINE_MAX_WANDER_HZ and prominence_db >= _LINE_WINDOW_PROMINENCE_DB
 
 
 def remove_steady_lines(samples: np.ndarray, sample_rate_hz: int, lines_hz: tuple[float, ...]) -> np.ndarray:
