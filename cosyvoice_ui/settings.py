@@ -596,6 +596,11 @@ def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) ->
         _warn(f"--temp-file-ttl {seconds_text(values['temp_file_ttl_s'])} s: results and uploaded prompts are "
               "deleted this soon, so a page played (or a result downloaded) a little later finds them gone. Use "
               f"{_SHORT_TEMP_FILE_TTL_S:g} s or more (default 3600).", from_env)
+    if values["max_per_client"] and values["max_per_client"] > values["max_queue"]:
+        # One client's share larger than the queue limits no one (helper-63: accepted without a word).
+        _warn(f"--max-per-client {values['max_per_client']} is more than --max-queue {values['max_queue']}: one "
+              "client can then take every place in the queue, as with no limit (0). Use at most the queue's size "
+              "(default: half of it).", from_env)
     if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < _SHORT_IDLE_UNLOAD_S:
         _warn(f"--idle-unload-after {seconds_text(values['idle_unload_after_s'])} s: the model is unloaded "
               "between requests this far apart, and the next one waits for it to load again. Use "

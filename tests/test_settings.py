@@ -211,6 +211,7 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
     (["--memory-reserve", "0.999"], "most requests will be refused"),
     (["--temp-file-ttl", "1"], "a page played (or a result downloaded) a little later finds them gone"),
     (["--idle-unload-after", "1"], "the next one waits for it to load again"),
+    (["--max-per-client", "20"], "--max-per-client 20 is more than --max-queue 16: one client can then take every place"),
     (["--gpu-log-max-mb", "5"], "--gpu-log-max-mb 5 has no effect without --gpu-log PATH"),
     (["--gpu-log", "{tmp}/gpu.log", "--gpu-log-max-mb", "0.01"], "each GPU log file holds about 1.6 minutes"),
     # ... at the rate it is written (twenty-fourth newcomer session: 1.6 minutes said for 10 s).
@@ -225,7 +226,7 @@ def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys, 
     assert fragment in capsys.readouterr().err
     sensible = {"--leak-threshold-mb": [*argv, "--no-restart-on-leak"], "--memory-reserve": ["--memory-reserve", "0.9"],
                 "--temp-file-ttl": ["--temp-file-ttl", "60"], "--idle-unload-after": ["--idle-unload-after", "30"],
-                "--request-timeout": ["--request-timeout", "5"], "--gpu-log-max-mb": ["--gpu-log-max-mb", "100"],
+                "--request-timeout": ["--request-timeout", "5"], "--max-per-client": ["--max-per-client", "16"], "--gpu-log-max-mb": ["--gpu-log-max-mb", "100"],
                 "--gpu-log": [*argv[:2], "--gpu-log-max-mb", "1"]}[argv[0]]
     parse_settings(sensible)
     assert capsys.readouterr().err == ""
