@@ -273,6 +273,30 @@ def test_worker_lost_while_loading_is_counted(tmp_path, monkeypatch):
         assert sup.status()["restarts_by_reason"] == {"load_crash": 1}, sup.status()
 
 
+def test_a_restart_whose_new_worker_dies_loading_says_so(tmp_path, monkeypatch):
+    """The report of a Restart whose new worker was killed while loading said only "Restarted in
+    3.5 s"; the log and /metrics alone told of the retry (helper-63)."""
+    from cosyvoice_ui.ui.formatting import restart_markdown
+    from cosyvoice_ui.worker.supervisor import report_to_dict
+
+    with _supervisor(tmp_path, monkeypatch) as sup:
+        (tmp_path / "load_s").write_text("3")
+        old = sup.worker_pid
+        restarting = threading.Thread(target=lambda: reports.append(sup.restart()))
+        reports: list = []
+        restarting.start()
+        _wait_until(lambda: sup.worker_pid not in (None, old), 30)
+        os.kill(sup.worker_pid, signal.SIGKILL)
+        restarting.join(60)
+        report = reports[0]
+        assert report.error is None and report.failed_load_attempts == (
+            "The worker exited while loading the model (exit code -9)",), report
+        text = restart_markdown({**report_to_dict(report), "since_press_s": report.duration_s}, None)
+        assert "One new worker failed to load first (The worker exited while loading the model (exit code -9)); " \
+               "try 2 loaded." in text, text
+        assert sup.restart().failed_load_attempts == ()
+
+
 def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
     """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
     with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:

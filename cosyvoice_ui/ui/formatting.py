@@ -149,6 +149,12 @@ def restart_pending_markdown(request_running: bool, restart_grace_s: float) -> s
     return "Restarting: loading the model again …"
 
 
+def _failed_loads(errors: list[str]) -> str:
+    tries = "One new worker" if len(errors) == 1 else f"{len(errors)} new workers"
+    return (f"{tries} failed to load first ({'; '.join(dict.fromkeys(errors))}); try {len(errors) + 1} loaded. "
+            "If this repeats, see the server log.")
+
+
 def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
     """Summary of a restart: duration, pids, memory before/after."""
     before = report.get("memory_before") or {}
@@ -173,6 +179,7 @@ def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
              *([f"The running request did not finish within the grace, so it was stopped; it runs again from "
                 f"the start on the new worker (request {report['rerun_request_id']})."]
                if report.get("rerun_request_id") else []),
+             *([_failed_loads(report["failed_load_attempts"])] if report.get("failed_load_attempts") else []),
              f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
     if before.get("allocated_bytes") is not None or after.get("allocated_bytes") is not None:
         parts.append(f"torch reserved before {mib(before.get('reserved_bytes'))}, after {mib(after.get('reserved_bytes'))}.")

@@ -114,6 +114,9 @@ class RestartReport:
     # The id of the request the restart stopped after --restart-grace (it runs again from the start
     # on the new worker): the report said only that the press "waited for the running request" (helper-55).
     rerun_request_id: str | None = None
+    # Why earlier workers of this restart failed to load before one did ("exited while loading
+    # (exit code -9)"): the report said only "Restarted", the log alone told of a retry (helper-63).
+    failed_load_attempts: tuple[str, ...] = ()
 
 
 class Supervisor:
@@ -191,6 +194,7 @@ class Supervisor:
         self._state = STARTING
         self._restarts: collections.Counter[str] = collections.Counter()
         self._last_error: str | None = None
+        self._failed_load_attempts: list[str] = []  # see _spawn_until_ready
         self._last_restart: RestartReport | None = None
         self._rerun_for_restart: str | None = None  # a request stopped after the grace, for the report
         self._completed = 0
@@ -658,7 +662,9 @@ class Supervisor:
 
     def _spawn_until_ready(self, reason: str | None) -> bool:
         """Start a worker and wait for Ready. Retries a worker that dies while loading (3 tries);
-        a LoadFailed is final until the next restart."""
+        a LoadFailed is final until the next restart. Why the tries before the last failed is left
+        in ``self._failed_load_attempts`` for the restart's report."""
+        self._failed_load_attempts = []
         for attempt in range(3):
             with self._lock:
                 if self._stopping:  # never start a worker during shutdown
@@ -707,6 +713,7 @@ class Supervisor:
                                     else "The worker was stopped (SIGSTOP) while loading the model" if stopped else
                                     f"The worker did not finish loading the model within {self.start_timeout_s:g} s "
                                     "(--worker-start-timeout; a large model on a slow disk needs more)")
+                self._failed_load_attempts.append(self._last_error)
             log.error("%s; attempt %d of 3", self._last_error, attempt + 1)
             time.sleep(min(2.0 * (attempt + 1), 5.0))
         with self._lock:
@@ -963,6 +970,7 @@ class Supervisor:
                 new_pid=new.process.pid if (new and ok) else None,
                 duration_s=time.monotonic() - t0, memory_before=before,
                 memory_after=new.memory if (new and ok) else None,
+                failed_load_attempts=tuple(self._failed_load_attempts) if ok else (),
                 error=None if ok else (self._last_error or ("The application is shutting down; no new worker was started."
                                                              if self._stopping else "No new worker was started.")))
             self._last_restart = report
