@@ -570,3 +570,48 @@ def test_a_wav_header_whose_sample_size_does_not_fit_its_frames_is_refused(tmp_p
     path.write_bytes(bytes(data))
     with pytest.raises(InputError, match="damaged: its header declares 7 bits per sample in frames of 2 byte"):
         load_prompt_audio(str(path))
+
+
+def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):
+    """xtts_male.wav at -53 dBFS (sample peak) was refused as "silent (its loudest moment is below
+    -60 dBFS)" while a level meter showed speech: the figure is a 20 ms RMS level (helper-64)."""
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    sf.write(tmp_path / "quiet.wav", samples / np.abs(samples).max() * 10 ** (-53 / 20), sr, subtype="PCM_16")
+    _refused(tmp_path / "quiet.wav", "is too quiet to use: its loudest 20 ms reaches -62 dBFS (RMS; sample peak -52 dBFS)",
+             "Raise the recording level")
+    sf.write(tmp_path / "zero.wav", np.zeros(3 * sr), sr, subtype="PCM_16")
+    _refused(tmp_path / "zero.wav", "is silent (every sample is zero)", "Check the microphone")
+
+
+@pytest.mark.parametrize("start_s, end_s", [(1.5, 5.5), (1.0, 3.0)])
+def test_a_dark_stretch_of_a_clean_recording_is_no_phone_call(start_s, end_s, tmp_path):
+    """Stretches of xtts_male.wav with few fricatives came to -16 and -17 dB at 4.5-11 kHz and were
+    refused as "a phone call ... a low-bitrate file or a muffled recording" (helper-64). Their
+    spectrum above 4.5 kHz falls off gently; a filter's does not (the telephone test above)."""
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    sf.write(tmp_path / "stretch.wav", samples[int(start_s * sr):int(end_s * sr)], sr, subtype="PCM_16")
+    assert load_prompt_audio(str(tmp_path / "stretch.wav")).seconds > 1.5
+
+
+def test_background_music_is_named_as_music(tmp_path):
+    """Chords under the voice were "a steady tone (about 262, 523, ... and 1046 Hz: mains hum, a
+    beep, an alarm or rumble)" (helper-64)."""
+    from cosyvoice_ui.inputs.prompt_audio import resample
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    x = resample(samples, sr, PROMPT_SAMPLE_RATE_HZ)
+    t = np.arange(len(x)) / PROMPT_SAMPLE_RATE_HZ
+    chords = [(261.63, 329.63, 392.0), (220.0, 261.63, 329.63), (174.61, 220.0, 261.63), (196.0, 246.94, 293.66)]
+    music = np.zeros_like(x)
+    for second in range(int(np.ceil(t[-1]))):
+        now = (t >= second) & (t < second + 1)
+        for hz in chords[second % 4]:
+            for k in range(1, 5):
+                music[now] += np.sin(2 * np.pi * hz * k * t[now]) / k
+    level = np.sqrt(np.mean(x[np.abs(x) > 0.01] ** 2))
+    sf.write(tmp_path / "music.wav", 0.4 * x + 0.4 * level * music / np.sqrt(np.mean(music ** 2)),
+             PROMPT_SAMPLE_RATE_HZ, subtype="PCM_16")
+    notes = load_prompt_audio(str(tmp_path / "music.wav")).notes
+    assert any(n.startswith("The prompt has steady notes under the speech (about 262, ") and "background music" in n
+               for n in notes), notes
+    assert not any("mains hum" in n for n in notes), notes

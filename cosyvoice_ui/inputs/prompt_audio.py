@@ -27,6 +27,7 @@ MIN_PROMPT_S = 1.0
 RECOMMENDED_MIN_PROMPT_S = 3.0
 MAX_PROMPT_S = 30.0  # CosyVoice's frontend asserts above 30 s
 SILENCE_FLOOR_DBFS = -60.0  # loudest 20 ms frame below this: the recording is silent
+_QUIET_PEAK_DBFS = -70.0  # ... or, with sample peaks above this, speech recorded far too quietly
 TRIM_BELOW_PEAK_DB = 40.0  # frames this far below the loudest frame count as silence at the ends
 _FRAME_S = 0.02
 _PAD_S = 0.05
@@ -498,21 +499,30 @@ def _check_sample_rate(sr: int) -> None:
 _HIGH_BAND_HZ = (4500.0, 11000.0)
 _TELEPHONE_TOP_HZ = (2000.0, 3400.0)
 MIN_HIGH_BAND_DB = -16.0
+# ... and only where the spectrum above 4.5 kHz falls off as a filter's does. A dark stretch of a
+# clean recording (few fricatives) came to -16 and -20 dB and was refused as a phone call
+# (helper-64: 4 s and 2 s of xtts_male.wav). Its 6-11 kHz band is within 2.3 dB of its 4.5-6 kHz
+# band, as in every 2-4 s stretch of the real prompts under -14 dB; a call via 8 kHz is 12.5 dB or
+# more under it, the 4th-order band-pass 5.7 dB or more where the first measure caught it
+# (/tmp/s15/band_scan.py, throwaway).
+_EDGE_BANDS_HZ = ((6000.0, 11000.0), (4500.0, 6000.0))
+MAX_EDGE_SLOPE_DB = -5.0
 
 
-def high_band_db(samples: np.ndarray, sample_rate_hz: int) -> float:
-    """The power of ``samples`` at 4.5-11 kHz relative to their power at 2-3.4 kHz, in dB (Welch's
-    method: the mean power spectrum of Hann-windowed 2048-sample segments, half overlapping).
-    Needs ``sample_rate_hz`` of 24 kHz or more to see the band whole (the prompt is checked at
-    24 kHz); -inf when the high band is empty, +inf when the lower one is."""
+def high_band_db(samples: np.ndarray, sample_rate_hz: int, bands_hz=(_HIGH_BAND_HZ, _TELEPHONE_TOP_HZ)) -> float:
+    """The power of ``samples`` in ``bands_hz[0]`` relative to their power in ``bands_hz[1]``, in dB
+    (Welch's method: the mean power spectrum of Hann-windowed 2048-sample segments, half
+    overlapping); by default 4.5-11 kHz over 2-3.4 kHz. Needs ``sample_rate_hz`` of 24 kHz or
+    more to see the bands whole (the prompt is checked at 24 kHz); -inf when the first band is
+    empty, +inf when the second one is."""
     x = np.asarray(samples, dtype=np.float64)
     size = min(2048, len(x))
     starts = range(0, len(x) - size + 1, size // 2)
     window = np.hanning(size)
     power = np.mean([np.abs(np.fft.rfft(x[i:i + size] * window)) ** 2 for i in starts], axis=0)
     hz = np.fft.rfftfreq(size, 1.0 / sample_rate_hz)
-    high = float(power[(hz >= _HIGH_BAND_HZ[0]) & (hz <= _HIGH_BAND_HZ[1])].sum())
-    below = float(power[(hz >= _TELEPHONE_TOP_HZ[0]) & (hz <= _TELEPHONE_TOP_HZ[1])].sum())
+    high = float(power[(hz >= bands_hz[0][0]) & (hz <= bands_hz[0][1])].sum())
+    below = float(power[(hz >= bands_hz[1][0]) & (hz <= bands_hz[1][1])].sum())
     if high <= 0 or below <= 0:
         return float("-inf") if high <= 0 else float("inf")
     return 10.0 * np.log10(high / below)
@@ -662,6 +672,11 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
         near = np.flatnonzero(np.abs(fine_freqs - freqs[i]) <= freqs[1] - freqs[0])
         found.append(round(float(fine_freqs[near[np.argmax(fine[near])]]), 1))
     return tuple(sorted(found))
+
+
+def _is_mains_harmonic(hz: float) -> bool:
+    """Whether ``hz`` is within 1.5 Hz of a multiple of 50 or 60 Hz (mains hum's harmonics)."""
+    return any(abs(hz - mains * round(hz / mains)) <= 1.5 for mains in (50.0, 60.0))
 
 
 def _line_peaks_hz(power: np.ndarray, step_hz: float, hz: float) -> np.ndarray:
@@ -827,13 +842,23 @@ def _load_prompt_audio(path: str) -> PromptAudio:
     if peak_dbfs < SILENCE_FLOOR_DBFS:
         # A constant offset reads loud in an editor: "silent" for a file at -6 dBFS (helper-59).
         offset_dbfs = 20 * math.log10(offset) if offset > 0 else -math.inf
+        advice = "Check the microphone and record 3-10 s of clear speech."
         if offset_dbfs >= SILENCE_FLOOR_DBFS:
             what = (f"holds only a constant offset ({offset_dbfs:.0f} dBFS of DC), no sound: nothing rises above "
                     f"{SILENCE_FLOOR_DBFS:.0f} dBFS")
+        elif (sample_peak_dbfs := 20 * math.log10(max(float(np.abs(mono).max()), 1e-12))) >= _QUIET_PEAK_DBFS:
+            # Speech at -53 dBFS (sample peak) was called "silent (its loudest moment is below -60
+            # dBFS)": the figure is a 20 ms RMS level, and a level meter showed speech (helper-64).
+            what = (f"is too quiet to use: its loudest 20 ms reaches {peak_dbfs:.0f} dBFS (RMS; sample peak "
+                    f"{sample_peak_dbfs:.0f} dBFS), and at least {SILENCE_FLOOR_DBFS:.0f} dBFS RMS (about -50 dBFS at "
+                    "the peaks) is needed")
+            advice = "Raise the recording level and record again, or normalize the file in an audio editor."
+        elif not np.any(mono):
+            what = "is silent (every sample is zero)"
         else:
-            what = f"is silent (its loudest moment is below {SILENCE_FLOOR_DBFS:.0f} dBFS)"
-        raise InputError(f"The prompt audio {what}. Check the microphone and record 3-10 s of clear speech."
-                         + scaled_hint)
+            what = (f"is silent (its loudest 20 ms reaches {peak_dbfs:.0f} dBFS RMS, sample peak "
+                    f"{sample_peak_dbfs:.0f} dBFS; speech needs at least {SILENCE_FLOOR_DBFS:.0f} dBFS RMS)")
+        raise InputError(f"The prompt audio {what}. {advice}" + scaled_hint)
     trimmed = trim_silence(mono, PROMPT_SAMPLE_RATE_HZ)
     seconds = len(trimmed) / PROMPT_SAMPLE_RATE_HZ
     if seconds < MIN_PROMPT_S:
@@ -855,7 +880,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
                          "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
                          "hum louder than itself: filter the hum out first)." + scaled_hint)
     high_db = high_band_db(trimmed, PROMPT_SAMPLE_RATE_HZ)
-    if high_db < MIN_HIGH_BAND_DB:
+    if high_db < MIN_HIGH_BAND_DB and high_band_db(trimmed, PROMPT_SAMPLE_RATE_HZ, _EDGE_BANDS_HZ) < MAX_EDGE_SLOPE_DB:
         raise InputError(
             f"The prompt audio has almost nothing above {_HIGH_BAND_HZ[0] / 1000:g} kHz ({-high_db:.0f} dB under its "
             f"2-3.4 kHz band; microphone recordings: within about 10 dB): it sounds like a phone call, a headset in "
@@ -867,8 +892,14 @@ def _load_prompt_audio(path: str) -> PromptAudio:
         trimmed = remove_steady_lines(trimmed, PROMPT_SAMPLE_RATE_HZ, lines_hz)
         named = (f"about {lines_hz[0]:.0f} Hz" if len(lines_hz) == 1 else
                  "about " + ", ".join(f"{hz:.0f}" for hz in lines_hz[:-1]) + f" and {lines_hz[-1]:.0f} Hz")
-        notes.append(f"The prompt has a steady tone under the speech ({named}: mains hum, a beep, an alarm or "
-                     "rumble); it was filtered out, since it would have been taken for the voice's pitch.")
+        if len(lines_hz) >= 2 and min(lines_hz) >= _HUM_BELOW_HZ and not all(_is_mains_harmonic(hz) for hz in lines_hz):
+            # Chords under the voice: "mains hum, a beep, an alarm" for seven notes (helper-64).
+            notes.append(f"The prompt has steady notes under the speech ({named}: background music, or several "
+                         "tones); they were filtered out, since they would have been taken for the voice's pitch. "
+                         "A recording without music clones better.")
+        else:
+            notes.append(f"The prompt has a steady tone under the speech ({named}: mains hum, a beep, an alarm or "
+                         "rumble); it was filtered out, since it would have been taken for the voice's pitch.")
     if seconds < RECOMMENDED_MIN_PROMPT_S:
         notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
     if clipped > 0.001:
