@@ -610,3 +610,39 @@ def test_a_bidi_override_between_letters_parts_two_words(typed, cleaned):
     from cosyvoice_ui.inputs.text import clean_text
 
     assert clean_text(typed) == cleaned
+
+
+def test_a_number_spelled_digit_by_digit_gets_a_note():
+    """Three hundred 1s became 599 characters and 48 s of audio with no note (helper-62)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    request, notes, _ = build_request("1" * 300, None, None, None, 1.0, -1, max_text_chars=2000,
+                                      capabilities=engine_capabilities("embedded"))
+    assert len(request.text) == 599
+    assert "Read one digit at a time (a number of 13 or more digits; up to 12 are read as an amount): " \
+           "11111111... (300 digits)." in notes, notes
+    _, notes, _ = build_request("We have 123,456,789 people.", None, None, None, 1.0, -1, max_text_chars=2000,
+                                capabilities=engine_capabilities("embedded"))
+    assert not any("digit at a time" in n for n in notes), notes
+
+
+def test_the_over_limit_message_says_markup_and_emoji_were_not_counted():
+    """"The text is 2399 characters long" for 2600 typed, with emoji (helper-62)."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.inputs.request import build_request
+
+    with pytest.raises(InputError, match=r"The text is 2399 characters long without its markup and emoji "
+                                         r"\(2600 as typed\); the limit is 2000\."):
+        build_request("Lorem ipsum 😀" * 200, None, None, None, 1.0, -1, max_text_chars=2000,
+                      capabilities=engine_capabilities("embedded"))
+
+
+def test_an_index_after_a_one_letter_name_is_no_citation():
+    """"return x[0];" lost its "[0]" as a citation mark, and the note listed a bare "`" (helper-62)."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    out, removed = remove_markup("Run `make` then return x[0]; or a[12].")
+    assert out == "Run make then return x[0]; or a[12].", out
+    assert removed == ["` (code marks)"], removed
+    assert remove_markup("Paris[2] is big.") == ("Paris is big.", ["citation marks ([2])"])

@@ -161,7 +161,8 @@ _MARKDOWN = (
     # from" address (forty-third newcomer session). "[1] See note" at a line's start stays.
     # A letter ("[a]") only after punctuation: "x[i]" and "Buyer[s]" are not citations (forty-fifth).
     (re.compile(r"(?<=[.,;:!?)\"'])(?:\[[a-z]\]|\[\d{1,3}\])+(?!\[|\()"), "", _citations),
-    (re.compile(r"(?<=[^\s\[\]])(?:\[(?:\d{1,3}|(?:note|nb|lower-alpha) \d{1,3}|"
+    # Not after a one-letter name: "return x[0];" lost its index as a "citation" (helper-62).
+    (re.compile(r"(?<=[^\s\[\]])(?<!\b[A-Za-z_])(?:\[(?:\d{1,3}|(?:note|nb|lower-alpha) \d{1,3}|"
                 r"[a-z][a-z ]{0,30} needed|(?:who|when|which|where|why|by whom|according to whom|original research)\?|"
                 r"dubious[^\]\n]{0,20}|failed verification|disputed[^\]\n]{0,20})\])+(?!\[|\()"), "", _citations),
     # Sound labels of captions: [Music], [Applause] (forty-fifth newcomer session).
@@ -179,7 +180,7 @@ _MARKDOWN = (
     (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1", "~~"),
     # Footnote asterisks after a word ("here*.", "one**") and a rating's run of stars ("*****").
     (re.compile(r"(?<=[^\W\d_])\*{1,3}(?=[\s.,;:!?)]|$)|(?<!\S)\*{3,}(?!\S)", re.M), "", "* (footnote marks)"),
-    (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "`"),
+    (re.compile(r"(`+)(?=[^`\n])([^`\n]+?)\1(?!`)"), r"\2", "` (code marks)"),  # a bare "`" meant nothing (helper-62)
     # Markdown's autolinks: <https://example.com>, <mailto:a@b.org>, <a@b.org>.
     (re.compile(r"<(?:(https?://[^\s<>]+)|(?:mailto:)?([^\s<>@]+@[\w-]+(?:\.[\w-]+)+))>", re.I),
      # The note names what went: "<links>" read as if the address had gone too (helper-57).

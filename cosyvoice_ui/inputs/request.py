@@ -12,7 +12,7 @@ from ..errors import InputError
 from .markup import remove_markup, strip_control_markers
 from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
-from .text import RAW_TEXT_FACTOR, clean_text, long_codes, validate_text
+from .text import RAW_TEXT_FACTOR, clean_text, long_codes, spelled_numbers, validate_text
 
 MAX_INSTRUCTION_CHARS = 200
 MAX_PROMPT_TEXT_CHARS = 500
@@ -67,12 +67,13 @@ def build_request(
         if value is not None and not isinstance(value, str):
             raise InputError(f"The {name} must be a string (got {_shown(value)}).")
     markup: list[str] = []
+    typed_chars = len(text) if isinstance(text, str) else None
     if text and len(text) <= RAW_TEXT_FACTOR * max_text_chars + 1000:  # longer: validate_text refuses it
         text, markup = remove_markup(text, capabilities.performed_tags)
         if markup and not any(ch.isalnum() for ch in clean_text(text)):
             raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
-    clean = validate_text(text, max_text_chars, capabilities.languages)
+    clean = validate_text(text, max_text_chars, capabilities.languages, typed_chars=typed_chars)
     # Again on the cleaned text: a marker disguised (full-width, entity-encoded, nested, a NUL or
     # soft hyphen inside) comes out whole only now (helper-61).
     clean, markers = strip_control_markers(clean)
@@ -85,6 +86,9 @@ def build_request(
     notes: list[str] = []
     if markup:
         notes.append(f"Markup removed before speaking (it would have been read aloud): {_listed(markup)}.")
+    if numbers := spelled_numbers(clean):
+        notes.append(f"Read one digit at a time (a number of 13 or more digits; up to 12 are read as an amount): "
+                     f"{', '.join(numbers)}.")
     if codes := long_codes(clean):
         notes.append(f"Read one character at a time: {', '.join(codes)}. Leave such codes out, or shorten "
                      f"them, if you do not want to hear them spelled.")

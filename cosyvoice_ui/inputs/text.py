@@ -297,7 +297,8 @@ def _longest_mark_run(text: str) -> int:
     return longest
 
 
-def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] | None = None) -> str:
+def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] | None = None,
+                  typed_chars: int | None = None) -> str:
     """Check and clean the text a user wants spoken.
 
     Args:
@@ -305,6 +306,8 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         max_chars: the longest text accepted, in Unicode code points after cleaning
             (``--max-text-chars``).
         languages: language codes the engine speaks (e.g. ``("en",)``); ``None`` accepts any.
+        typed_chars: the text's length before its markup and emoji were removed, when they were
+            (:func:`~.markup.remove_markup`), for the over-limit message.
 
     Returns:
         The cleaned text (see :func:`clean_text`).
@@ -336,6 +339,9 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
         # told its numerals had grown it (thirty-seventh newcomer session).
         grown = (f" once {_growth(text)} ({raw_chars} as typed)"
                  if len(cleaned) > raw_chars else "")
+        if not grown and typed_chars is not None and typed_chars != raw_chars:
+            # "2399 characters" for 2600 typed with emoji said nothing of the difference (helper-62).
+            grown = f" without its markup and emoji ({typed_chars} as typed)"
         raise InputError(
             f"The text is {len(cleaned)} characters long{grown}; the limit is {max_chars}. "
             f"Shorten it or split it into several requests."
@@ -363,6 +369,18 @@ def validate_text(text: str | None, max_chars: int, languages: tuple[str, ...] |
 # commit hash was 13.7 s of audio, a JSON Web Token 34.5 s (forty-third newcomer session).
 _CODE_CANDIDATE = re.compile(r"[A-Za-z\d][\w/+=.-]{18,}[A-Za-z\d=]")
 _LETTER_DIGIT_SWITCH = re.compile(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
+
+
+# A number spelled one digit at a time by clean_text (spell_long_digit_runs): "1" * 300 became
+# 599 characters and 48 s of audio with no note (helper-62).
+_SPELLED_DIGITS = re.compile(r"(?<!\S)(?:\d ){12,}\d(?!\S)")
+
+
+def spelled_numbers(cleaned: str) -> list[str]:
+    """The numbers of 13 or more digits that :func:`clean_text` spelled one digit at a time,
+    shortened for a note: ``["31415926... (201 digits)"]``, at most three."""
+    runs = [m.group().replace(" ", "") for m in _SPELLED_DIGITS.finditer(cleaned)]
+    return [f"{run[:8]}... ({len(run)} digits)" for run in dict.fromkeys(runs)][:3]
 
 
 def long_codes(text: str) -> list[str]:
