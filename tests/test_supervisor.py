@@ -215,6 +215,25 @@ def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, m
         assert sup.restart().rerun_request_id is None  # nothing running: nothing stopped
 
 
+def test_the_panel_says_a_restart_waits_for_the_running_request(tmp_path, monkeypatch):
+    """For the 28 s a Restart waited on another tab's request, every panel said "Worker:
+    restarting", as if that request were lost (helper-62). /healthz's state stays "restarting"."""
+    from cosyvoice_ui.ui.formatting import status_markdown
+
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=10) as sup:
+        running = sup.submit(SynthesisRequest(text="sleep:3 still being made"))
+        _wait_in_flight(sup)
+        restarting = threading.Thread(target=sup.restart)
+        restarting.start()
+        _wait_until(lambda: sup.status()["state"] == "restarting", 10)
+        status = sup.status()
+        assert status["in_flight"] is not None, status
+        assert "**Worker:** restarting once the running request finishes (it is still being made)" in \
+            status_markdown(status, None, None)
+        running.result(timeout=30)
+        restarting.join(60)
+
+
 def test_stop_turns_queued_requests_away_at_once_and_says_stopping(tmp_path, monkeypatch):
     """From a stop on, health checks see "stopping" and the queued requests are failed at once
     with a retry hint; the running one still finishes (it used to be the other way round: queued

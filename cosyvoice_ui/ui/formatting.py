@@ -87,6 +87,10 @@ def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
 def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None) -> str:
     """The monitor panel's text. Contains no user-supplied text, so Markdown is safe here."""
     state = "loading model" if status["state"] == "loading" else status["state"]
+    if state == "restarting" and status.get("in_flight"):
+        # "restarting" for the 28 s a restart waited on another tab's request read as if that
+        # request were lost (helper-62); /healthz keeps the state as it is.
+        state = "restarting once the running request finishes (it is still being made)"
     lines = [f"**Worker:** {state} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "
              f"device `{status.get('device')}` · dtype `{status.get('dtype') or '-'}`",
              f"**Queue:** {status['queue_depth']} waiting (limit {status['max_queue']}) · "
