@@ -120,6 +120,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                     restart = gr.Button(I18N("restart"), variant="stop", elem_id="restart")
                 gr.Markdown(I18N("restart_help"))
                 restart_md = gr.Markdown(elem_id="restart_result")
+                # Its own box: Free cache then Restart pressed while a request ran showed only the Free
+                # cache report, which finished last and took the one box (helper-62).
+                free_cache_md = gr.Markdown(elem_id="free_cache_result")
                 status_json = gr.JSON(label="report", visible=False)
         # Full width: the ledger has more columns than the monitor column can show.
         ledger = gr.Dataframe(label=I18N("ledger"), elem_id="ledger", interactive=False)
@@ -154,7 +157,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                                            api_description=API_DESCRIPTIONS["synthesize_stream"], **limits)
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
                       concurrency_limit=4, concurrency_id="restart")
-        free_cache.click(handlers.free_cache_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
+        free_cache.click(handlers.free_cache_ui, outputs=free_cache_md, api_visibility="private", show_progress="hidden",
                          concurrency_limit=4, concurrency_id="restart")
         gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",
                                        api_description=API_DESCRIPTIONS["free_cache"],

@@ -522,14 +522,14 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
 
 
 def _press_while_busy(page, text: str, button: str, waiting_text: str) -> None:
-    """Generate ``text``, press ``button`` while it runs, and wait for ``waiting_text`` in the
-    restart panel."""
+    """Generate ``text``, press ``button`` while it runs, and wait for ``waiting_text`` in its
+    report's box."""
     page.locator("#text textarea").fill(text)
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')", timeout=30_000)
     page.locator(button).click()
-    page.wait_for_function(f"document.querySelector('#restart_result').innerText.includes({waiting_text!r})",
-                           timeout=5_000)
+    box = "#restart_result" if button == "#restart" else "#free_cache_result"
+    page.wait_for_function(f"document.querySelector({box!r}).innerText.includes({waiting_text!r})", timeout=5_000)
 
 
 def test_restart_says_what_it_waits_for(browser, tmp_path):
@@ -553,8 +553,21 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
         # Free cache waits for the running request too, and says so instead of showing nothing.
         _press_while_busy(page, "sleep:6 a request that runs while Free cache is pressed", "#free_cache",
                           "Freeing cached memory: waiting for the running request")
-        page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Freed caches')",
+        page.wait_for_function("document.querySelector('#free_cache_result').innerText.includes('Freed caches')",
                                timeout=60_000)
+        # Free cache and then Restart while a request runs: each report stays in its own box (the
+        # Free cache report, finishing last, took the one box; helper-62).
+        first_report = page.locator("#restart_result").inner_text()
+        _press_while_busy(page, "sleep:6 a request that runs while both are pressed", "#free_cache",
+                          "Freeing cached memory: waiting for the running request")
+        page.locator("#restart").click()
+        page.wait_for_function("document.querySelector('#restart_result').innerText.includes('Restarted in') && "
+                               f"document.querySelector('#restart_result').innerText !== {first_report!r} && "
+                               "document.querySelector('#free_cache_result').innerText.includes('Freed caches')",
+                               timeout=60_000)
+        page.wait_for_timeout(2000)
+        second_report = page.locator("#restart_result").inner_text()
+        assert "Restarted in" in second_report and second_report != first_report, second_report
         page.close()
     finally:
         app.stop()
