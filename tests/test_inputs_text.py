@@ -646,3 +646,14 @@ def test_an_index_after_a_one_letter_name_is_no_citation():
     assert out == "Run make then return x[0]; or a[12].", out
     assert removed == ["` (code marks)"], removed
     assert remove_markup("Paris[2] is big.") == ("Paris is big.", ["citation marks ([2])"])
+
+
+def test_a_tag_without_its_closing_bracket_is_removed():
+    """'<a href="javascript:alert(1)"<b>x</b>' was read aloud as "a href javascript alert" (known
+    list since helper-61). Only with a quoted attribute: "if a<b and c>d" is prose."""
+    from cosyvoice_ui.inputs.markup import remove_markup
+
+    out, removed = remove_markup('<a href="javascript:alert(1)"<b>Hello</b> there')
+    assert " ".join(out.split()) == "Hello there", out
+    assert removed[0] == "<a (a tag without its closing >)", removed
+    assert remove_markup("if a<b and c>d") == ("if a<b and c>d", [])

@@ -60,6 +60,10 @@ _NAME = r"[A-Za-z][\w.-]*(?::[\w.-]+)?"
 # (title="a > b", onerror="alert('<b>')"), as HTML allows: such a tag was read aloud (helper-57).
 _TAG = re.compile(rf"<(/?)({_NAME})((?:\s+(?:[\w:.-]+\s*=\s*(?:\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'<>=`]+)"
                   rf"|(?:{_BOOLEAN_ATTRIBUTES})(?![\w:.=-])))*+)\s*+(/?)>", re.I)
+# A tag whose ">" is missing, cut off by another tag or the end: '<a href="javascript:x"<b>' was
+# read aloud as "a href javascript" (helper-61's list). Only with a quoted attribute: "a<b" and
+# "x <b and c" are prose.
+_BROKEN_TAG = re.compile(rf"<({_NAME})(?:\s+[\w:.-]+\s*=\s*(?:\"[^\"\n<>]*+\"|'[^'\n<>]*+'))++\s*+(?=<|$)", re.I | re.M)
 # <!DOCTYPE html> and <?xml version="1.0"?> at the top of a page's source or an SSML file.
 _DECLARATION = re.compile(r"<!DOCTYPE\b[^<>]{0,200}>|<\?xml\b[^<>]{0,200}\?>", re.I)
 _ALT = re.compile(r"\balt\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)')", re.I)
@@ -317,6 +321,12 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
             return f" {alt.group(1) if alt.group(1) is not None else alt.group(2)} "
         return "" if name in _INLINE else _SENTENCE_BREAK if name in _BLOCKS else " "
 
+    def broken_tag(m: re.Match) -> str:
+        if m.group(1).lower() not in _HTML_ELEMENTS:
+            return m.group()
+        note(f"<{m.group(1)} (a tag without its closing >)")
+        return " "
+
     def alias(m: re.Match) -> str:
         note("<sub alias> (read as its alias)")
         return m.group(1) if m.group(1) is not None else m.group(2)
@@ -391,6 +401,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
     out = _DECLARATION.sub(declaration, out)
     out = _CODE_ELEMENT.sub(code, out)
     out = _SSML_ALIAS.sub(alias, out)
+    out = _BROKEN_TAG.sub(broken_tag, out)
     out = _TAG.sub(tag, out)
     out = _BRACKET_TAG.sub(bracket, out)
     for pattern, replacement, shown in _MARKDOWN:
