@@ -35,6 +35,10 @@
     const p = prompt();
     return p !== null && Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown);
   };
+  // One held press at most: each press held its own wait, and under load three presses gave one
+  // run and two "already being synthesized" pop-ups once the upload arrived (known list; this
+  // session's browser test on a busy machine).
+  let held = false;
   document.addEventListener("click", (e) => {
     const target = e.target instanceof Element ? e.target : null;
     if (!target) return;
@@ -46,10 +50,13 @@
     if (generate && !recording() && uploading()) {
       e.preventDefault();
       e.stopImmediatePropagation();
+      if (held) return;
+      held = true;
       const el = note("uploading_note", TEXT.uploading, generate);
       const started = Date.now();
       const later = () => {
         if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
+        held = false;
         // A refused upload (too large, no room) leaves no prompt: the held press ran in the built-in
         // voice all the same (helper-61). It is dropped, and the note says why.
         const arrived = prompt() !== null && prompt().querySelector("audio") !== null;

@@ -165,8 +165,8 @@ def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
     """Generate pressed while the prompt was still uploading ran the request without it, in the
     built-in voice (this session's CI run, under load, with a phone's .3gp). The press now waits
     for the upload, says so, and then runs with the prompt, once however often it was pressed
-    (last session's known list had "several presses give duplicates": each held press clicks
-    again, and Gradio's trigger_mode "once" drops the clicks after the first; this checks it).
+    (each held press clicked again once the upload arrived: on a busy machine, one run and two
+    "already being synthesized" pop-ups; on an idle one Gradio dropped the later clicks).
     The upload is slowed to 100 kB/s."""
     completed_before = app.status()["completed"]
     page = _page(browser, app)
