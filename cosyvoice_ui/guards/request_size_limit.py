@@ -6,7 +6,8 @@ Gradio bounds uploads per file only and API bodies not at all: one POST to
 million characters was parsed and held, costing the web process minutes of CPU and hundreds of
 MiB (twenty-first). The page and gradio_client send one file per upload and small JSON bodies,
 always with a ``Content-Length``; a POST without one (chunked) is refused, as it could not be
-bounded before it is read.
+bounded before it is read, and so is any request with a chunked body (``Transfer-Encoding``),
+with or without a ``Content-Length`` beside it.
 """
 
 from __future__ import annotations
@@ -39,9 +40,18 @@ class RequestSizeLimit:
         self.max_body_bytes = JSON_ALLOWANCE_BYTES + JSON_BYTES_PER_TEXT_CHAR * int(max_text_chars)
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        if b"transfer-encoding" in headers and b"content-length" in headers:
+            # Both: the server reads the chunked body and the length bounded nothing. "Content-Length:
+            # 2" and a chunked body of 300 MB was parsed (2.96 GB of RSS), and an upload of 97 MB
+            # passed the 20 MiB total and --temp-reserve-mb (helper-66). RFC 9112, 6.1: a server may
+            # reject such a message.
+            await _refuse(send, 400, "A request cannot have both Content-Length and Transfer-Encoding: the body's "
+                                     "length would be ambiguous. Send it with Content-Length only.")
+            return
+        if scope["type"] == "http" and (scope["method"] == "POST" or b"transfer-encoding" in headers):
             upload = scope.get("path", "").rstrip("/") == _UPLOAD
-            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            declared = headers.get(b"content-length", b"")
             if not declared.strip().isdigit():
                 await _refuse(send, 411, "A request body must declare its Content-Length (a chunked body cannot be "
                                          "bounded before it is read); send it as an ordinary request.")
