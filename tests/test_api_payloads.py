@@ -79,6 +79,9 @@ BAD_VALUES = [
     (dict(prompt_audio=5), ["prompt_audio must be a file", "handle_file"]),
     (dict(prompt_audio={"foo": 1}), ["prompt_audio must be a file"]),
     (dict(prompt_audio=gh.file_data("/etc/passwd")), ["prompt_audio names a file that was not uploaded"]),
+    # JSON's spelling, and no "upload the file first" for a number sent as a file (helper-66).
+    (dict(prompt_audio=True), ["prompt_audio must be a file object, not true;"]),
+    (dict(speed=gh.file_data("/etc/passwd")), ["speed takes a value of its own (a number or text), not a file"]),
     (dict(prompt_audio=gh.file_data("https://example.invalid/voice.wav")), ["prompt_audio is a URL",
                                                                             "does not download"]),
 ]

@@ -110,6 +110,9 @@ def describe_payload_error(block_fn, inputs: list, error: Exception) -> str:
     if isinstance(error, InvalidPathError):
         bad = next((i for i, v in enumerate(inputs) if _file_paths(v)), None)
         name = names[bad] if bad is not None else "a file parameter"
+        if bad is not None and not getattr(block_fn.inputs[bad], "data_model", None):
+            # A file object sent as the speed was told to upload the file first (helper-66).
+            return f"The {name} takes a value of its own (a number or text), not a file object."
         return f"The {name} names a file that was not uploaded to this server; {_FILE_HINT}."
     if isinstance(error, pydantic.ValidationError):
         # Raised for the first file parameter whose value is not a FileData object.
@@ -168,5 +171,7 @@ def _file_paths(value) -> list[str]:
 
 
 def _short(value, limit: int = 60) -> str:
-    text = value if isinstance(value, str) and limit > 60 else repr(value)
+    # JSON's spelling for JSON's constants: "not True" for a prompt_audio of true (helper-66).
+    text = (value if isinstance(value, str) and limit > 60 else
+            {True: "true", False: "false"}[value] if isinstance(value, bool) else "null" if value is None else repr(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
