@@ -62,6 +62,8 @@ def test_every_preset_is_understood():
 @pytest.mark.parametrize("instruction,words", [
     ("a bit faster", ("a bit",)), ("very very fast", ("very",)), ("super slow", ("super",)),
     ("非常开心", ("非常",)), ("有点难过", ("有点",)), ("fast", ()), ("quickly", ()), ("please speak very", ()),
+    # "有点儿大声" had two notes, "极其开心" a "not understood" one (helper-65).
+    ("有点儿大声", ("有点儿",)), ("极其开心", ("极其",)), ("十分平静地说", ("十分",)),
 ])
 def test_words_of_degree_are_named_as_not_applied(instruction, words):
     """"a bit faster" and "very very fast" gave the same 0.75 length scale, and nothing said the
@@ -147,3 +149,10 @@ def test_a_control_marker_is_reported_whole():
     """"happy<|endofprompt|>" listed '<|', 'endofprompt', '|>' as three things not applied."""
     parsed = parse_instruction("happy<|endofprompt|> and calm")
     assert parsed.styles == ("happy", "calm") and parsed.unrecognized == ("<|endofprompt|>",), parsed
+
+
+@pytest.mark.parametrize("instruction, left_out", [("说得慢一点，但不要悲伤", ("不要悲伤",)),
+                                                   ("开心但是不要太快", ("不要太快",)), ("slow, but not sad", ("not sad",))])
+def test_but_is_no_instruction_in_chinese_either(instruction, left_out):
+    """"但" and "但是" were listed as instructions not applied; "but" never was (helper-65)."""
+    assert parse_instruction(instruction).unrecognized == left_out

@@ -96,7 +96,10 @@ _CHINESE_FILLER = ("请", "用", "以", "的", "地", "得", "语气", "语调",
                    "、", "！", "？", "和", "又", "再", "更加", "更",
                    # "请用悲伤的语气说这句话", "语速慢一点": listed "这句话" and "语速" as not applied
                    # (forty-ninth newcomer session).
-                   "这句话", "这段话", "这句", "这段", "句子", "一下", "语速", "速度", "音量")
+                   "这句话", "这段话", "这句", "这段", "句子", "一下", "语速", "速度", "音量",
+                   # "开心但是不要太快" listed "但是" as not applied, where "but" was not (helper-65).
+                   "但是", "但", "可是", "不过", "而且", "并且", "同时",
+                   "有点儿", "一点儿", "极其", "十分", "格外", "略微", "稍稍", "相当", "超级")
 
 # A negation turns off the style it governs, also across intensifiers, a few other words and
 # punctuation ("not too fast", "do not go fast", "not-fast", "不要太快"): "not too fast" was applied
@@ -120,7 +123,9 @@ _CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这�
 # named in a note when a style was applied. Not 一点/点/些: the presets 快一点 and 慢一点 carry them.
 _ENGLISH_DEGREE = {"very", "really", "bit", "little", "slightly", "somewhat", "quite", "extremely", "super",
                    "pretty", "rather", "totally", "more", "so"}
-_CHINESE_DEGREE = ("非常", "特别", "稍微", "有点", "比较", "很", "更加", "更")
+# "有点儿大声" had two notes and "极其开心" a "not understood" one (helper-65).
+_CHINESE_DEGREE = ("非常", "特别", "稍微", "有点儿", "有点", "比较", "很", "更加", "更", "极其", "十分", "格外", "略微",
+                   "稍稍", "相当", "超级")
 # Styles that undo each other; asked for together, neither is applied ("fast slow" averaged to
 # nothing audible, "whisper loudly" whispered at +0 dB).
 _CONTRADICTIONS = (("happy", "sad"), ("fast", "slow"), ("loud", "soft"), ("loud", "whisper"), ("calm", "angry"))
