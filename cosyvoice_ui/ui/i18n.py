@@ -12,6 +12,8 @@ EN = {
     "prompt_text": "Prompt text (transcript of the prompt audio, optional)",
     "text": "Text to speak",
     "text_placeholder": "Hello! This voice was cloned from a short recording.",
+    "text_placeholder_english": "Hello! This voice was cloned from a short recording.",
+    "english_only": "This engine speaks English only; CosyVoice 3 speaks Chinese too (see the README).",
     "instruction": "Instruction (emotion or style, optional)",
     "instruction_placeholder": "happy, whisper, 用悲伤的语气 ...",
     "presets": "Instruction presets",
@@ -38,6 +40,9 @@ ZH = {
     "prompt_text": "参考文本（参考音频的文字内容，可选）",
     "text": "要合成的文字",
     "text_placeholder": "你好！这个声音是从一段简短的录音克隆而来的。",
+    # An engine that speaks English only refused the Chinese example the page offered (helper-65).
+    "text_placeholder_english": "Hello! This voice was cloned from a short recording.",
+    "english_only": "当前引擎只会说英语，请输入英文；CosyVoice 3 也能说中文（见 README）。",
     "instruction": "指令（情感或风格，可选）",
     "instruction_placeholder": "开心、耳语、用悲伤的语气 ……",
     "presets": "指令预设",

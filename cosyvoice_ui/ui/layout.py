@@ -76,6 +76,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                    delete_cache=(settings.temp_file_check_s, max(1, int(settings.temp_file_ttl_s)))) as demo:
         gr.Markdown(I18N("title"), elem_id="title")
         gr.Markdown(I18N("subtitle"))
+        english_only = tuple(caps.languages or ()) == ("en",)
+        if english_only:
+            gr.Markdown(I18N("english_only"), elem_id="english_only")
         with gr.Row():
             with gr.Column(scale=3):
                 prompt_audio = gr.Audio(label=I18N("prompt_audio"), sources=["upload", "microphone"],
@@ -84,7 +87,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 speaker = gr.Dropdown(label=I18N("speaker"), choices=[("", "")] + [(x, x) for x in speakers],
                                       value="", visible=bool(speakers), elem_id="speaker")
                 text = gr.Textbox(label=I18N("text"), lines=3, elem_id="text",
-                                  placeholder=I18N("text_placeholder"))
+                                  placeholder=I18N("text_placeholder_english" if english_only else "text_placeholder"))
                 if facts.get("inline_tags"):
                     # Code spans: the tags are shown as typed, never rendered as HTML.
                     with gr.Row(elem_id="inline_tags"):

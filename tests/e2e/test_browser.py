@@ -302,8 +302,11 @@ def test_chinese_interface_follows_browser_language(browser, app):
     page = _page(browser, app, locale="zh-CN")
     page.get_by_text("重启应用").first.wait_for(timeout=10_000)
     assert page.locator("#generate").inner_text().strip() == "生成"
-    # The text box's example was English on the Chinese page (helper-49).
-    assert page.locator("#text textarea").get_attribute("placeholder").startswith("你好")
+    # The Chinese page's example was Chinese, which the embedded (English-only) engine refused on
+    # the first try (helper-65): the page says the engine speaks English, in Chinese, and the example
+    # is English. (An engine that speaks Chinese gets a Chinese example: helper-49.)
+    assert page.locator("#english_only").inner_text().startswith("当前引擎只会说英语")
+    assert page.locator("#text textarea").get_attribute("placeholder").startswith("Hello!")
     _shot(page, "06-zh-CN")
 
 
