@@ -615,3 +615,10 @@ def test_background_music_is_named_as_music(tmp_path):
     assert any(n.startswith("The prompt has steady notes under the speech (about 262, ") and "background music" in n
                for n in notes), notes
     assert not any("mains hum" in n for n in notes), notes
+
+
+def test_the_short_prompt_note_says_its_figure_is_after_trimming():
+    """"The prompt is short (2.9 s)" for a 3.5 s file read as a contradiction (helper-65)."""
+    prompt = load_prompt_audio(str(PROMPTS_DIR / "cv_zero_shot_prompt.wav"))
+    assert any(n.startswith(f"The prompt is short ({prompt.seconds:.1f} s of sound once the silence at its ends is "
+                            "trimmed)") for n in prompt.notes), prompt.notes

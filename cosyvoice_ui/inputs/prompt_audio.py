@@ -901,7 +901,9 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             notes.append(f"The prompt has a steady tone under the speech ({named}: mains hum, a beep, an alarm or "
                          "rumble); it was filtered out, since it would have been taken for the voice's pitch.")
     if seconds < RECOMMENDED_MIN_PROMPT_S:
-        notes.append(f"The prompt is short ({seconds:.1f} s); 3-10 s of speech clones a voice better.")
+        # "short (2.9 s)" for a 3.5 s file read as a contradiction (helper-65): the figure is the speech.
+        notes.append(f"The prompt is short ({seconds:.1f} s of sound once the silence at its ends is trimmed); "
+                     "3-10 s of speech clones a voice better.")
     if clipped > 0.001:
         notes.append(f"The prompt is clipped ({clipped:.1%} of samples at full scale); a quieter recording clones better.")
     trimmed = np.ascontiguousarray(trimmed, dtype=np.float32)

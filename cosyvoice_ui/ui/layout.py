@@ -31,10 +31,11 @@ PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
 
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).
+# Plain text: the page shows Markdown's backticks as typed (helper-65).
 API_DESCRIPTIONS = {
-    "synthesize": "Speak `text` in the voice of `prompt_audio` (3-10 s of speech is best; 1-30 s is accepted) "
-                  "or of a pretrained `speaker` of a CosyVoice model. Optional: `prompt_text` (what the prompt says), `instruction` (an "
-                  "emotion or style such as happy, 用悲伤的语气), `speed` (0.5-2.0), `seed` (-1: random). "
+    "synthesize": "Speak text in the voice of prompt_audio (3-10 s of speech is best; 1-30 s is accepted) "
+                  "or of a pretrained speaker of a CosyVoice model. Optional: prompt_text (what the prompt says), instruction (an "
+                  "emotion or style such as happy, 用悲伤的语气), speed (0.5-2.0), seed (-1: random). "
                   "Returns the WAV and its stats: audio_s, synthesis_s, real_time_factor, peak_memory_bytes, "
                   "seed, notes, ...",
     "synthesize_stream": "Like /synthesize, but yields one WAV per chunk as it is made, then the stats.",
