@@ -622,3 +622,18 @@ def test_the_short_prompt_note_says_its_figure_is_after_trimming():
     prompt = load_prompt_audio(str(PROMPTS_DIR / "cv_zero_shot_prompt.wav"))
     assert any(n.startswith(f"The prompt is short ({prompt.seconds:.1f} s of sound once the silence at its ends is "
                             "trimmed)") for n in prompt.notes), prompt.notes
+
+
+def test_no_short_stretch_of_a_real_prompt_is_refused_as_a_tone():
+    """A vowel held in one of a short stretch's few windows passed for "steady tones (about 180 and
+    226 Hz) ... not speech": xtts_female.wav at 8-11 s (helper-67), 23 of 1049 stretches of
+    1.5-4 s. A tone must peak in two windows at least."""
+    from cosyvoice_ui.inputs.prompt_audio import _steady_tones_hz
+
+    sr = PROMPT_SAMPLE_RATE_HZ
+    for path in prompt_files():
+        x = load_prompt_audio(str(path)).samples
+        for seconds in (1.5, 2.0, 3.0):
+            n = int(seconds * sr)
+            for start in range(0, len(x) - n, sr // 4):
+                assert _steady_tones_hz(x[start:start + n], sr) == (), (path.name, seconds, start / sr)

@@ -531,8 +531,9 @@ def high_band_db(samples: np.ndarray, sample_rate_hz: int, bands_hz=(_HIGH_BAND_
 def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ...]:
     """The frequencies (Hz, ascending) of the steady tones that hold most of the power in at least
     half of the audible half seconds, else ``()``. An alarm that alternates tones gives them all:
-    each frequency that is a peak in at least 15 % of the tonal windows (the median of its windows)
-    is listed, up to four; their median was a frequency the file does not hold.
+    each frequency that is a peak in at least 15 % of the tonal windows, and in two at least (the
+    median of its windows), is listed, up to four; their median was a frequency the file does not
+    hold. Without such a frequency there is no tone.
 
     Per 0.5 s window (Hann) within 30 dB of the loudest one: the window is tonal when over 0.7 of
     its power lies within 10 Hz of its spectral peak, over 0.8 within 10 Hz of its two highest
@@ -580,8 +581,11 @@ def _steady_tones_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, .
             groups[-1].append(hz)
         else:
             groups.append([hz])
-    common = sorted((g for g in groups if len(g) >= 0.15 * tonal), key=len, reverse=True)[:4]
-    return tuple(sorted(float(np.median(g)) for g in common)) or (float(np.median(peaks)),)
+    # A tone recurs: a frequency peaking in one window only is a voice's vowel. 1.5-3 s stretches of
+    # the real prompts were "steady tones (about 180 and 226 Hz) ... not speech" (helper-67: 23 of
+    # 1049, every "tone" from a single window; each tone case has 4 or more).
+    common = sorted((g for g in groups if len(g) >= max(2.0, 0.15 * tonal)), key=len, reverse=True)[:4]
+    return tuple(sorted(float(np.median(g)) for g in common))
 
 
 _LINE_WINDOW_S = 0.5  # 2 Hz bins
@@ -885,7 +889,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
             f"The prompt audio has almost nothing above {_HIGH_BAND_HZ[0] / 1000:g} kHz ({-high_db:.0f} dB under its "
             f"2-3.4 kHz band; microphone recordings: within about 10 dB): it sounds like a phone call, a headset in "
             f"call mode, a low-bitrate file or a muffled recording, saved at a higher sample rate ({sr} Hz). That "
-            "band carries a voice's timbre, and the low band telephone audio also lacks misleads the pitch (a man's "
+            "band carries a voice's timbre, and the low band that telephone audio also lacks misleads the pitch (a man's "
             "voice came out nearly an octave higher). Record again with a microphone at 16 kHz or more." + scaled_hint)
     lines_hz = steady_lines_hz(trimmed, PROMPT_SAMPLE_RATE_HZ)
     if lines_hz:
