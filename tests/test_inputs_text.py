@@ -622,6 +622,12 @@ def test_a_number_spelled_digit_by_digit_gets_a_note():
     assert len(request.text) == 599
     assert "Read one digit at a time (a number of 13 or more digits; up to 12 are read as an amount): " \
            "11111111... (300 digits)." in notes, notes
+    # Before a full stop or inside brackets too (helper-67: "(15 digits)" for 16, no note for 13).
+    for typed, shown in (("Id 1234567890123.", "12345678... (13 digits)"),
+                         ("My account is (1234567890123456).", "12345678... (16 digits)")):
+        _, notes, _ = build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
+                                    capabilities=engine_capabilities("embedded"))
+        assert any(n.endswith(shown + ".") for n in notes), (typed, notes)
     _, notes, _ = build_request("We have 123,456,789 people.", None, None, None, 1.0, -1, max_text_chars=2000,
                                 capabilities=engine_capabilities("embedded"))
     assert not any("digit at a time" in n for n in notes), notes

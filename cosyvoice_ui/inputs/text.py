@@ -373,7 +373,9 @@ _LETTER_DIGIT_SWITCH = re.compile(r"[A-Za-z](?=\d)|\d(?=[A-Za-z])")
 
 # A number spelled one digit at a time by clean_text (spell_long_digit_runs): "1" * 300 became
 # 599 characters and 48 s of audio with no note (helper-62).
-_SPELLED_DIGITS = re.compile(r"(?<!\S)(?:\d ){12,}\d(?!\S)")
+# Bounded by anything but a word character ("Id 1234567890123." ends a sentence,
+# "(1234...)" has brackets; helper-67: a 13-digit number before "." had no note).
+_SPELLED_DIGITS = re.compile(r"(?<!\w)(?:\d ){12,}\d(?!\w|\.\d)")
 
 
 def spelled_numbers(cleaned: str) -> list[str]:
