@@ -11,14 +11,16 @@
     insecure: "浏览器只允许 https:// 页面或本机（localhost）页面使用麦克风，而此页面是从其他地址通过 http 打开的。" +
               "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
     recording: "仍在录音：请先点击参考音频下的“Stop”结束录音，然后再点击“生成”。",
-    uploading: "参考音频仍在上传：上传完成后将自动开始生成。",
+    uploading: "参考音频仍在上传：上传完成后将自动开始生成（使用届时框中的文字和设置）。",
     upload_failed: "参考音频上传失败（见上方提示），因此未开始生成。请重新上传；若要使用内置声音，请再次点击“生成”。",
   } : {
     insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
               "over plain http from another address. Upload a recording instead, or open the page through https " +
               "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
-    uploading: "The prompt audio is still uploading: Generate runs once it has arrived.",
+    // "With the fields as they are then": text edited while it waited was the one spoken (helper-67).
+    uploading: "The prompt audio is still uploading: Generate runs once it has arrived, with the text and " +
+               "settings as they are then.",
     upload_failed: "The prompt audio did not upload (see the message above), so Generate was not run. Upload " +
                    "it again, or press Generate once more to speak in the built-in voice.",
   };
@@ -47,6 +49,17 @@
       return;
     }
     const generate = target.closest("#generate");
+    // A file the page refused as too large (prompt_upload.js's note) never uploads: a press right
+    // after ran in the built-in voice (helper-67). Dropped once, saying why, as for a refused upload.
+    const refusedNote = document.getElementById("upload_note");
+    if (generate && refusedNote && prompt() !== null && prompt().querySelector("audio") === null) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      refusedNote.remove();
+      const el = note("uploading_note", TEXT.upload_failed, generate);
+      setTimeout(() => el && el.remove(), 15000);
+      return;
+    }
     if (generate && !recording() && uploading()) {
       e.preventDefault();
       e.stopImmediatePropagation();

@@ -180,7 +180,7 @@ def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
     page.locator("#generate").click()
     note = page.locator("#uploading_note")
     note.wait_for(timeout=5000)
-    assert "still uploading" in note.inner_text()
+    assert "still uploading" in note.inner_text() and "with the text and settings as they are then" in note.inner_text()
     page.locator("#generate").click()
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=120_000)
@@ -276,10 +276,20 @@ def test_upload_over_the_limit_says_its_size_and_what_fits(browser, app, tmp_pat
     text = note.inner_text()
     assert f"{big.stat().st_size / 2**20:.1f} MiB" in text and "limited to 20 MiB (--max-upload-mb)" in text, text
     assert "3-10 s" in text, text
+    # Generate right after the refusal ran in the built-in voice (helper-67): the press is dropped
+    # once, saying why.
+    completed_before = app.status()["completed"]
+    page.locator("#text textarea").fill("Spoken in the voice that did not upload.")
+    page.locator("#generate").click()
+    page.wait_for_function("(document.getElementById('uploading_note') || {}).textContent?.includes('did not upload')",
+                           timeout=5000)
+    page.wait_for_timeout(3000)
+    assert app.status()["completed"] == completed_before, app.status()
     # Just over the limit: as many decimals as show that it is over ("20.0 MB" of "20.0 MB" before).
     just_over = tmp_path / "just_over.wav"
     just_over.write_bytes((PROMPTS_DIR / "xtts_male.wav").read_bytes()[:44] + bytes(20 * 2**20 + 2000 - 44))
     page.locator("#prompt_audio input[type=file]").set_input_files(str(just_over))
+    note.wait_for(timeout=5000)
     page.wait_for_function("document.querySelector('#upload_note').innerText.includes('20.002 MiB')", timeout=5000)
     page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
     note.wait_for(state="detached", timeout=5000)
