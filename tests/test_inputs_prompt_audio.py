@@ -637,3 +637,17 @@ def test_no_short_stretch_of_a_real_prompt_is_refused_as_a_tone():
             n = int(seconds * sr)
             for start in range(0, len(x) - n, sr // 4):
                 assert _steady_tones_hz(x[start:start + n], sr) == (), (path.name, seconds, start / sr)
+
+
+def test_a_voice_near_a_hum_harmonic_is_not_named_or_notched_as_one():
+    """Under a pure 50 Hz hum, f5_basic_ref_en.wav's own voice near 103 Hz was taken for the hum's
+    second harmonic: "about 50 and 103 Hz", notched (helper-67). A harmonic must sit at a multiple."""
+    from cosyvoice_ui.inputs.prompt_audio import steady_lines_hz
+
+    from .make_hostile_corpus import under_speech
+
+    x = load_prompt_audio(str(PROMPTS_DIR / "f5_basic_ref_en.wav")).samples
+    noisy, _ = under_speech(x, PROMPT_SAMPLE_RATE_HZ, -10, {50.0: 1.0})
+    assert steady_lines_hz(noisy, PROMPT_SAMPLE_RATE_HZ) == (50.0,)
+    harmonics, _ = under_speech(x, PROMPT_SAMPLE_RATE_HZ, -15, {50.0: 1.0, 100.0: 0.5, 150.0: 0.3})
+    assert steady_lines_hz(harmonics, PROMPT_SAMPLE_RATE_HZ) == (50.0, 100.0, 150.0)

@@ -595,6 +595,7 @@ _LINE_BAND_HZ = (25.0, 4000.0)
 _MAX_LINES = 8
 _HUM_BELOW_HZ = 70.0  # a line this low (mains at 50/60 Hz, rumble) brings its harmonics with it
 _HARMONIC_PROMINENCE_DB = 6.0
+_HARMONIC_TOLERANCE_HZ = 1.5
 _LINE_MAX_WANDER_HZ = 2.5  # see _held_steady
 _LINE_WINDOW_PROMINENCE_DB = 10.0
 _NOTCH_WIDTH_HZ = 8.0
@@ -658,6 +659,7 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
     # Mains hum's harmonics are weaker than its fundamental; left in, they alone moved the pitch
     # WORLD found (a female voice's 155 Hz became 186 Hz with 60 Hz notched and 180 Hz left).
     step = freqs[1] - freqs[0]
+    harmonic_of: dict[int, tuple[int, int]] = {}  # harmonic's bin -> (its fundamental's bin, k)
     for i in list(candidates):
         if freqs[i] < _HUM_BELOW_HZ:
             for k in range(2, 13):
@@ -665,16 +667,26 @@ def steady_lines_hz(samples: np.ndarray, sample_rate_hz: int) -> tuple[float, ..
                 j = j - 1 + int(np.argmax(prominence[j - 1:j + 2])) if j + 2 <= len(freqs) else j
                 if j < len(freqs) and prominence[j] >= 10 ** (_HARMONIC_PROMINENCE_DB / 10) and j not in candidates:
                     candidates.append(j)
+                    harmonic_of[j] = (i, k)
     candidates = sorted(candidates, key=lambda i: share[i], reverse=True)[:_MAX_LINES]
     if not candidates:
         return ()
     # 0.1 Hz from the whole signal: a notch 4 Hz wide set 1 Hz off the tone leaves much of it.
     fine = np.abs(np.fft.rfft(samples.astype(np.float64), n=max(len(samples), 10 * sample_rate_hz))) ** 2
     fine_freqs = np.fft.rfftfreq(max(len(samples), 10 * sample_rate_hz), 1.0 / sample_rate_hz)
+
+    def refined(i: int) -> float:
+        near = np.flatnonzero(np.abs(fine_freqs - freqs[i]) <= freqs[1] - freqs[0])
+        return float(fine_freqs[near[np.argmax(fine[near])]])
+
     found = []
     for i in candidates:
-        near = np.flatnonzero(np.abs(fine_freqs - freqs[i]) <= freqs[1] - freqs[0])
-        found.append(round(float(fine_freqs[near[np.argmax(fine[near])]]), 1))
+        hz = refined(i)
+        # A harmonic sits at a multiple of its fundamental: under a pure 50 Hz hum, the voice's own
+        # 103 Hz was taken for its second harmonic and named and notched (helper-67).
+        if i in harmonic_of and abs(hz - harmonic_of[i][1] * refined(harmonic_of[i][0])) > _HARMONIC_TOLERANCE_HZ:
+            continue
+        found.append(round(hz, 1))
     return tuple(sorted(found))
 
 
