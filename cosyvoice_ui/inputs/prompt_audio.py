@@ -894,7 +894,7 @@ def _load_prompt_audio(path: str) -> PromptAudio:
                 "steady tones (about " + ", ".join(f"{hz:.0f}" for hz in tones_hz[:-1]) + f" and {tones_hz[-1]:.0f} Hz)")
         raise InputError(f"The prompt audio is {what} for most of its length: a test "
                          "tone, a beep, an alarm or mains hum, not speech. Upload 3-10 s of someone speaking (speech under a "
-                         "hum louder than itself: filter the hum out first)." + scaled_hint)
+                         "hum as loud as itself or louder: filter the hum out first)." + scaled_hint)
     high_db = high_band_db(trimmed, PROMPT_SAMPLE_RATE_HZ)
     if high_db < MIN_HIGH_BAND_DB and high_band_db(trimmed, PROMPT_SAMPLE_RATE_HZ, _EDGE_BANDS_HZ) < MAX_EDGE_SLOPE_DB:
         raise InputError(
