@@ -161,9 +161,11 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
                 f"endpoint. The endpoints are {', '.join(public)} (their parameters: GET /gradio_api/info).")},
                 status_code=404)
         name = "/" + _API_TWINS.get(name, name)
+        # Through /call/ it is a page event ("a direct call that skips the queue" was untrue; helper-68).
+        why = ("it is one of the page's own events" if "/call/" in request.url.path else
+               "it is a direct call that skips the queue")
         return JSONResponse({"error": (
-            f"POST {request.url.path} is not served: it is a direct call that skips the queue, or one of the "
-            f"page's own events. Use gradio_client (Client(url).predict(..., api_name=\"{name}\")) or the two-step "
+            f"POST {request.url.path} is not served: {why}. Use gradio_client (Client(url).predict(..., api_name=\"{name}\")) or the two-step "
             f"REST call: POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET "
             f"/gradio_api/call{name}/<event_id>.")},
             status_code=404)

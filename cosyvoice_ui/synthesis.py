@@ -143,11 +143,9 @@ class SynthesisService:
         if over:
             # One tab pressing Generate with new texts, or one script, could fill the whole queue and
             # leave every other visitor "busy"; a share per client keeps room for the others.
-            message = (f"You already have {open_before} requests waiting or running; each visitor may have "
-                       f"{limit} at a time (--max-per-client), so that others get a turn. Wait for one to "
-                       f"finish, then send this again.")
+            message = per_client_refusal(open_before, limit)
             self.record_refusal("refused:busy", message, text_chars)
-            log.info("refused:busy: a client already had %d requests waiting or running", open_before)
+            log.info("refused:busy: a client already had %s waiting or running", _requests(open_before))
             raise BusyError(message)
         if duplicate:
             self.record_refusal("refused:duplicate", "the same client sent the same request again while it ran",
@@ -362,3 +360,14 @@ class _Turn:
             if not pending:
                 self._service._pending_turns.pop(self._client_id, None)
             self._service._turns.notify_all()
+
+
+def _requests(n: int) -> str:
+    return f"{n} request" if n == 1 else f"{n} requests"  # "1 requests" (helper-68)
+
+
+def per_client_refusal(open_before: int, limit: int) -> str:
+    """The message for a client already holding ``open_before`` of its ``limit`` places
+    (``--max-per-client``) in the queue."""
+    return (f"You already have {_requests(open_before)} waiting or running; each visitor may have {limit} at a "
+            f"time (--max-per-client), so that others get a turn. Wait for one to finish, then send this again.")

@@ -330,6 +330,14 @@ def test_a_page_event_without_an_api_twin_is_not_offered_as_the_way(app):
     assert f"/gradio_api/call/{private[0]} with" not in r.text and "/synthesize" in r.text, r.text
 
 
+def test_a_page_event_through_call_is_not_called_a_direct_call(app):
+    """/call/synthesize_page was "a direct call that skips the queue, or one of the page's own
+    events": /call/ goes through the queue (helper-68)."""
+    r = httpx.post(app.url + "gradio_api/call/synthesize_page", json={"data": []}, timeout=30)
+    assert r.status_code == 404 and "is not served: it is one of the page's own events. Use" in r.text, r.text
+    assert "skips the queue" not in r.text and "/gradio_api/call/synthesize with" in r.text, r.text
+
+
 def _private_event_names(app) -> list[str]:
     config = httpx.get(app.url + "config", timeout=30).json()
     return [d["api_name"] for d in config["dependencies"] if d.get("api_name") and d.get("api_visibility") == "private"]

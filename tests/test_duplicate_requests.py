@@ -178,3 +178,11 @@ def test_a_clients_requests_run_in_the_order_it_sent_them(tmp_path):
         assert ran == [len("sleep:1.5 the first request"), len("the second request, with a prompt"),
                        len("the third request")], ran
         assert first and second and third
+
+
+def test_the_per_client_refusal_counts_in_words():
+    """"You already have 1 requests waiting" (helper-68)."""
+    from cosyvoice_ui.synthesis import per_client_refusal
+
+    assert per_client_refusal(1, 1).startswith("You already have 1 request waiting or running; each visitor may have 1")
+    assert per_client_refusal(2, 2).startswith("You already have 2 requests waiting")

@@ -64,6 +64,8 @@ def test_every_preset_is_understood():
     ("非常开心", ("非常",)), ("有点难过", ("有点",)), ("fast", ()), ("quickly", ()), ("please speak very", ()),
     # "有点儿大声" had two notes, "极其开心" a "not understood" one (helper-65).
     ("有点儿大声", ("有点儿",)), ("极其开心", ("极其",)), ("十分平静地说", ("十分",)),
+    # A comparative, as "happier" is (helper-68: "更开心" had a "how much" note, "happier" none).
+    ("更开心", ()), ("happier", ()),
 ])
 def test_words_of_degree_are_named_as_not_applied(instruction, words):
     """"a bit faster" and "very very fast" gave the same 0.75 length scale, and nothing said the

@@ -124,8 +124,9 @@ _CHINESE_NEGATION_SCOPE = ("太过", "太", "那么", "这么", "那样", "这�
 _ENGLISH_DEGREE = {"very", "really", "bit", "little", "slightly", "somewhat", "quite", "extremely", "super",
                    "pretty", "rather", "totally", "more", "so"}
 # "有点儿大声" had two notes and "极其开心" a "not understood" one (helper-65).
-_CHINESE_DEGREE = ("非常", "特别", "稍微", "有点儿", "有点", "比较", "很", "更加", "更", "极其", "十分", "格外", "略微",
-                   "稍稍", "相当", "超级")
+# Not 更/更加: "更开心" is "happier", a comparative, which the README lists as understood (helper-68).
+_CHINESE_DEGREE = ("非常", "特别", "稍微", "有点儿", "有点", "比较", "很", "极其", "十分", "格外", "略微", "稍稍", "相当",
+                   "超级")
 # Styles that undo each other; asked for together, neither is applied ("fast slow" averaged to
 # nothing audible, "whisper loudly" whispered at +0 dB).
 _CONTRADICTIONS = (("happy", "sad"), ("fast", "slow"), ("loud", "soft"), ("loud", "whisper"), ("calm", "angry"))
