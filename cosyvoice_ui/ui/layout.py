@@ -161,6 +161,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                                            api_description=API_DESCRIPTIONS["synthesize_stream"], **limits)
         restart.click(handlers.restart_ui, outputs=restart_md, api_visibility="private", show_progress="hidden",
                       concurrency_limit=4, concurrency_id="restart")
+        # The free-cache report describes the worker a Restart ends: "No model is loaded ..." stayed
+        # under a later Restart's report (helper-68). Cleared in the browser, no server call.
+        restart.click(None, outputs=free_cache_md, js="() => ''", queue=False, api_visibility="private")
         free_cache.click(handlers.free_cache_ui, outputs=free_cache_md, api_visibility="private", show_progress="hidden",
                          concurrency_limit=4, concurrency_id="restart")
         gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",

@@ -581,6 +581,9 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
         page.wait_for_timeout(2000)
         second_report = page.locator("#restart_result").inner_text()
         assert "Restarted in" in second_report and second_report != first_report, second_report
+        # A Restart clears the free-cache report, which described the worker it ends (helper-68).
+        page.locator("#restart").click()
+        page.wait_for_function("document.querySelector('#free_cache_result').innerText.trim() === ''", timeout=5_000)
         page.close()
     finally:
         app.stop()
