@@ -165,9 +165,9 @@ def _refuse_direct_calls(app: fastapi.FastAPI, demo: gr.Blocks) -> None:
         why = ("it is one of the page's own events" if "/call/" in request.url.path else
                "it is a direct call that skips the queue")
         return JSONResponse({"error": (
-            f"POST {request.url.path} is not served: {why}. Use gradio_client (Client(url).predict(..., api_name=\"{name}\")) or the two-step "
-            f"REST call: POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET "
-            f"/gradio_api/call{name}/<event_id>.")},
+            f"POST {request.url.path} is not served: {why}. Use gradio_client "
+            f"(Client(url).predict(..., api_name=\"{name}\")) or the two-step REST call: "
+            f"POST /gradio_api/call{name} with {{\"data\": [...]}}, then GET /gradio_api/call{name}/<event_id>.")},
             status_code=404)
 
     paths = [f"/gradio_api/{prefix}/{name}" for prefix in ("run", "api") for name in queued]

@@ -51,11 +51,13 @@
     const generate = target.closest("#generate");
     // A file the page refused as too large (prompt_upload.js's note) never uploads: a press right
     // after ran in the built-in voice (helper-67). Dropped once, saying why, as for a refused upload.
+    // The refusal's note stays in view (the dropped press's note points to it); it is only marked.
     const refusedNote = document.getElementById("upload_note");
-    if (generate && refusedNote && prompt() !== null && prompt().querySelector("audio") === null) {
+    if (generate && refusedNote && !refusedNote.dataset.pressDropped && prompt() !== null &&
+        prompt().querySelector("audio") === null) {
       e.preventDefault();
       e.stopImmediatePropagation();
-      refusedNote.remove();
+      refusedNote.dataset.pressDropped = "yes";
       const el = note("uploading_note", TEXT.upload_failed, generate);
       setTimeout(() => el && el.remove(), 15000);
       return;

@@ -48,7 +48,8 @@
   };
   const showNote = (text) => {
     if (text) {
-      note("upload_note", text, document.getElementById("prompt_audio"));
+      const el = note("upload_note", text, document.getElementById("prompt_audio"));
+      if (el) delete el.dataset.pressDropped;  // a new refusal: microphone.js drops the next press again
     } else {
       const el = document.getElementById("upload_note");
       if (el) el.remove();

@@ -285,6 +285,7 @@ def test_upload_over_the_limit_says_its_size_and_what_fits(browser, app, tmp_pat
                            timeout=5000)
     page.wait_for_timeout(3000)
     assert app.status()["completed"] == completed_before, app.status()
+    assert page.locator("#upload_note").count() == 1  # the refusal the dropped press's note points to
     # Just over the limit: as many decimals as show that it is over ("20.0 MB" of "20.0 MB" before).
     just_over = tmp_path / "just_over.wav"
     just_over.write_bytes((PROMPTS_DIR / "xtts_male.wav").read_bytes()[:44] + bytes(20 * 2**20 + 2000 - 44))
