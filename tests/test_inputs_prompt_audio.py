@@ -331,13 +331,20 @@ def test_no_stretch_of_a_real_prompt_has_a_steady_line():
     537 stretches of 1.5-4 s of the real prompts had a "line". Every half-second offset is tried."""
     from cosyvoice_ui.inputs.prompt_audio import steady_lines_hz
 
+    for name, seconds, start_s, clip in _stretches_of_real_prompts((2.0, 3.0, 4.0), step_s=0.5):
+        assert steady_lines_hz(clip, PROMPT_SAMPLE_RATE_HZ) == (), (name, seconds, start_s)
+
+
+def _stretches_of_real_prompts(lengths_s, step_s: float):
+    """``(file name, seconds, start s, samples)`` for every stretch of each real prompt (as
+    load_prompt_audio gives it) of each length, one every ``step_s``."""
     sr = PROMPT_SAMPLE_RATE_HZ
     for path in prompt_files():
         x = load_prompt_audio(str(path)).samples
-        for seconds in (2.0, 3.0, 4.0):
+        for seconds in lengths_s:
             n = int(seconds * sr)
-            for start in range(0, len(x) - n, sr // 2):
-                assert steady_lines_hz(x[start:start + n], sr) == (), (path.name, seconds, start / sr)
+            for start in range(0, len(x) - n, int(step_s * sr)):
+                yield path.name, seconds, start / sr, x[start:start + n]
 
 
 @pytest.mark.parametrize("lines_hz, db", [({150.0: 1.0}, -12), ({220.0: 1.0}, -6), ({60.0: 1.0, 180.0: 0.5}, -20)])
@@ -630,13 +637,8 @@ def test_no_short_stretch_of_a_real_prompt_is_refused_as_a_tone():
     1.5-4 s. A tone must peak in two windows at least."""
     from cosyvoice_ui.inputs.prompt_audio import _steady_tones_hz
 
-    sr = PROMPT_SAMPLE_RATE_HZ
-    for path in prompt_files():
-        x = load_prompt_audio(str(path)).samples
-        for seconds in (1.5, 2.0, 3.0):
-            n = int(seconds * sr)
-            for start in range(0, len(x) - n, sr // 4):
-                assert _steady_tones_hz(x[start:start + n], sr) == (), (path.name, seconds, start / sr)
+    for name, seconds, start_s, clip in _stretches_of_real_prompts((1.5, 2.0, 3.0), step_s=0.25):
+        assert _steady_tones_hz(clip, PROMPT_SAMPLE_RATE_HZ) == (), (name, seconds, start_s)
 
 
 def test_a_voice_near_a_hum_harmonic_is_not_named_or_notched_as_one():

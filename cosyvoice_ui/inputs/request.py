@@ -78,7 +78,7 @@ def build_request(
     # soft hyphen inside) comes out whole only now (helper-61).
     clean, markers = strip_control_markers(clean)
     if markers:
-        markup.extend(f"{m} (a model's control marker)" for m in dict.fromkeys(markers))
+        markup.extend(_markers_shown(markers))
         clean = clean.strip()
         if not any(ch.isalnum() for ch in clean):
             raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
@@ -160,14 +160,17 @@ def _without_markup(value: str | None, limit: int, name: str, capabilities: Capa
     return value
 
 
+def _markers_shown(markers: list[str]) -> list[str]:
+    return [f"{m} (a model's control marker)" for m in dict.fromkeys(markers)]
+
+
 def _without_disguised_markers(cleaned: str, name: str, notes: list[str]) -> str:
     """``cleaned`` without the control markers that came out whole only in cleaning (as for the
     text), with a note: the fields get the same treatment, so no engine has to be trusted to
     remove them again."""
     cleaned, markers = strip_control_markers(cleaned)
     if markers:
-        shown = [f"{m} (a model's control marker)" for m in dict.fromkeys(markers)]
-        notes.append(f"Markup removed from the {name}: {_listed(shown)}.")
+        notes.append(f"Markup removed from the {name}: {_listed(_markers_shown(markers))}.")
     return cleaned.strip()
 
 
