@@ -11,16 +11,16 @@
     insecure: "浏览器只允许 https:// 页面或本机（localhost）页面使用麦克风，而此页面是从其他地址通过 http 打开的。" +
               "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
     recording: "仍在录音：请先点击参考音频下的“Stop”结束录音，然后再点击“生成”。",
-    uploading: "参考音频仍在上传：上传完成后将自动开始生成（使用届时框中的文字和设置）。",
+    uploading: "参考音频仍在上传：上传完成后将自动开始生成。在此之前文字和设置已锁定。",
     upload_failed: "参考音频上传失败（见上方提示），因此未开始生成。请重新上传；若要使用内置声音，请再次点击“生成”。",
   } : {
     insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
               "over plain http from another address. Upload a recording instead, or open the page through https " +
               "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
-    // "With the fields as they are then": text edited while it waited was the one spoken (helper-67).
-    uploading: "The prompt audio is still uploading: Generate runs once it has arrived, with the text and " +
-               "settings as they are then.",
+    // Text edited while the press waited was the one spoken (helper-67): the fields are locked.
+    uploading: "The prompt audio is still uploading: Generate runs once it has arrived. The text and " +
+               "settings are locked until then.",
     upload_failed: "The prompt audio did not upload (see the message above), so Generate was not run. Upload " +
                    "it again, or press Generate once more to speak in the built-in voice.",
   };
@@ -41,6 +41,16 @@
   // run and two "already being synthesized" pop-ups once the upload arrived (known list; this
   // session's browser test on a busy machine).
   let held = false;
+  // The request is made from the fields as they are when the upload arrives, so they are locked
+  // while the press waits: what is spoken is what was there at the press. Gradio keeps each
+  // value in its own state; disabling the elements only stops edits.
+  const FIELDS = "#text textarea, #instruction textarea, #prompt_text textarea, #presets input, " +
+                 "#speed input, #seed input, #speaker input";
+  const lock = () => {
+    const locked = Array.from(document.querySelectorAll(FIELDS)).filter((el) => !el.disabled);
+    locked.forEach((el) => { el.disabled = true; });
+    return () => locked.forEach((el) => { el.disabled = false; });
+  };
   document.addEventListener("click", (e) => {
     const target = e.target instanceof Element ? e.target : null;
     if (!target) return;
@@ -67,11 +77,13 @@
       e.stopImmediatePropagation();
       if (held) return;
       held = true;
+      const unlock = lock();
       const el = note("uploading_note", TEXT.uploading, generate);
       const started = Date.now();
       const later = () => {
         if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
         held = false;
+        unlock();
         // A refused upload (too large, no room) leaves no prompt: the held press ran in the built-in
         // voice all the same (helper-61). It is dropped, and the note says why.
         const arrived = prompt() !== null && prompt().querySelector("audio") !== null;

@@ -180,12 +180,17 @@ def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
     page.locator("#generate").click()
     note = page.locator("#uploading_note")
     note.wait_for(timeout=5000)
-    assert "still uploading" in note.inner_text() and "with the text and settings as they are then" in note.inner_text()
+    assert "still uploading" in note.inner_text() and "locked until then" in note.inner_text()
+    # An edit while the press waited was the text spoken (helper-67): the fields are locked.
+    assert not page.locator("#text textarea").is_editable()
+    assert not page.locator("#instruction textarea").is_editable()
+    assert page.locator("#seed input").is_disabled()
     page.locator("#generate").click()
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=120_000)
     stats = _stats_text(page)
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+    assert page.locator("#text textarea").is_editable() and page.locator("#seed input").is_enabled()
     assert page.locator("#uploading_note").count() == 0
     page.wait_for_timeout(8000)  # time for any second request to run, or be refused as a duplicate
     assert app.status()["completed"] - completed_before == 1, app.status()
@@ -215,6 +220,7 @@ def test_generate_held_for_an_upload_that_is_refused_is_dropped(browser, tmp_pat
         page.wait_for_timeout(3000)
         assert "audio_s" not in _stats_text(page), "the held press ran without the refused prompt"
         assert app.status()["completed"] == 0
+        assert page.locator("#text textarea").is_editable(), "the fields stayed locked after the refusal"
         # The pop-up shows the server's message alone, not 'HTTP 507: {"detail": ...}'.
         toasts = page.locator("[data-testid='toast-text']").all_inner_texts()
         assert any(t.startswith("The server has no room for uploads now") for t in toasts), toasts
