@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 
 import soundfile as sf
 
@@ -28,6 +29,9 @@ def test_identical_results_replace_the_file_instead_of_rewriting_it(tmp_path):
         event, data = gh.call(app.url, "synthesize", text=TEXT)
         assert event == "complete", data
         path = json.loads(data)[0]["path"]
+        # Every download was "audio.wav" (helper-65): a result is named after its hash.
+        assert re.fullmatch(r"speech-[0-9a-f]{12}\.wav", os.path.basename(path)), path
+        assert json.loads(data)[0]["orig_name"] == os.path.basename(path), data
         size = os.path.getsize(path)
         with open(path, "rb") as first:  # a client still downloading the first result
             inode = os.fstat(first.fileno()).st_ino

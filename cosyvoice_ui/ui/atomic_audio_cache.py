@@ -14,6 +14,11 @@ a traceback (helper-54). It is a :class:`gradio.Error` now, which Gradio passes 
 encoded in memory and written with one ``write``: pydub's writer, failing midway, left a
 ``wave.Wave_write`` whose finalizer put another traceback in the log. The bytes are the same as
 pydub's (checked: a 1 s int16 result, 32,044 bytes, identical).
+
+Every result was downloaded as ``audio.wav`` (Gradio names the file so; the download takes the
+file's name), so a day's results in a Downloads folder were ``audio.wav``, ``audio (1).wav``, ...
+(helper-65). Each result gets a second name, ``speech-<12 hex digits of its hash>.wav``, a hard
+link beside Gradio's file in the same folder, and that name is the one the page and API give.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ def install() -> None:
     """Wrap ``gradio.processing_utils.audio_to_file`` (which ``save_audio_to_cache`` calls for
     every ``(sample_rate, samples)`` result) and ``save_bytes_to_cache`` (the page's combined
     ``--stream`` file, named after a hash of its bytes the same way) so that each file appears
-    only once written, and a full disk is said in words (:data:`DISK_FULL_MESSAGE`). Idempotent.
+    only once written, and a full disk is said in words (:data:`DISK_FULL_MESSAGE`); and
+    ``save_audio_to_cache`` so that a result's file is named ``speech-<hash>.wav``. Idempotent.
 
     Raises (from the wrapped functions):
         gradio.Error: the disk or quota is full (errno ENOSPC, EDQUOT).
@@ -77,6 +83,7 @@ def install() -> None:
 
     write = processing_utils.audio_to_file
     save_bytes = processing_utils.save_bytes_to_cache
+    save_audio = processing_utils.save_audio_to_cache
 
     def audio_to_file(sample_rate, data, filename, format="wav"):
         folder, name = os.path.split(str(filename))
@@ -108,6 +115,22 @@ def install() -> None:
                 os.unlink(partial)
         return final
 
+    def save_audio_to_cache(data, sample_rate, format, cache_dir):
+        # Gradio's folder is named after a hash of the samples: its start names the download.
+        path = save_audio(data, sample_rate, format, cache_dir)
+        folder, name = os.path.split(path)
+        named = os.path.join(folder, f"speech-{os.path.basename(folder)[:12]}{os.path.splitext(name)[1]}")
+        partial = os.path.join(folder, f".partial-{uuid.uuid4().hex}")
+        try:
+            with _disk_full_is_said():
+                os.link(path, partial)
+                os.replace(partial, named)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+        return named
+
     processing_utils.audio_to_file = audio_to_file
+    processing_utils.save_audio_to_cache = save_audio_to_cache
     processing_utils.save_bytes_to_cache = save_bytes_to_cache
     _installed = True

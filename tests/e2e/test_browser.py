@@ -81,6 +81,10 @@ def test_upload_preset_generate_restart(browser, app):
     audio_s = float(re.search(r'audio_s\W*([0-9.]+)', stats).group(1))
     assert 2.0 < audio_s < 8.0
     assert 'happy' in stats
+    # Every download was named audio.wav (helper-65).
+    with page.expect_download(timeout=15_000) as download:
+        page.locator("#output_audio a[download], #output_audio button[aria-label='Download']").first.click()
+    assert re.fullmatch(r"speech-[0-9a-f]{12}\.wav", download.value.suggested_filename), download.value.suggested_filename
     old_pid = re.search(r"pid (\d+)", page.locator("#monitor_status").inner_text()).group(1)
 
     page.locator("#restart").click()
