@@ -17,8 +17,8 @@ pydub's (checked: a 1 s int16 result, 32,044 bytes, identical).
 
 Every result was downloaded as ``audio.wav`` (Gradio names the file so; the download takes the
 file's name), so a day's results in a Downloads folder were ``audio.wav``, ``audio (1).wav``, ...
-(helper-65). Each result gets a second name, ``speech-<12 hex digits of its hash>.wav``, a hard
-link beside Gradio's file in the same folder, and that name is the one the page and API give.
+(helper-65). Gradio's file is renamed ``speech-<12 hex digits of its hash>.wav`` in its folder,
+and that name is the one the page and API give (and the one Gradio deletes at its end).
 """
 
 from __future__ import annotations
@@ -120,14 +120,7 @@ def install() -> None:
         path = save_audio(data, sample_rate, format, cache_dir)
         folder, name = os.path.split(path)
         named = os.path.join(folder, f"speech-{os.path.basename(folder)[:12]}{os.path.splitext(name)[1]}")
-        partial = os.path.join(folder, f".partial-{uuid.uuid4().hex}")
-        try:
-            with _disk_full_is_said():
-                os.link(path, partial)
-                os.replace(partial, named)
-        finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
+        os.replace(path, named)  # atomic: a reader of an identical earlier result keeps its file
         return named
 
     processing_utils.audio_to_file = audio_to_file
