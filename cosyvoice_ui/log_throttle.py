@@ -62,8 +62,8 @@ def flush_all() -> None:
 
 
 class OncePerMinute:
-    """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" when a minute has
-    passed since the last line of this kind; otherwise it only counts, and the count is written
+    """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" (nothing more for
+    N = 1) when a minute has passed since the last line of this kind; otherwise it only counts, and the count is written
     (with the last occurrence's ``args``) once the minute has passed, whether or not another
     occurrence comes. Thread-safe."""
 
@@ -82,7 +82,15 @@ class OncePerMinute:
                 flush_later(self)  # under the lock: flush() forgets it under the same lock
                 return
             count, self.count, self.last_s = self.count, 0, now
-        self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
+        self._write(args, count)
+
+    def _write(self, args: tuple, count: int) -> None:
+        # A line that stands for one occurrence says nothing more: "(1 since the last such line)"
+        # on the very first line read as if there had been one before (helper-68).
+        if count == 1:
+            self.logger.log(self.level, self.message, *args)
+        else:
+            self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
 
     def flush(self, now_anyway: bool = False) -> None:
         """Write the occurrences counted since the last line, if a minute has passed since it (or
@@ -96,7 +104,7 @@ class OncePerMinute:
                 return
             count, self.count, self.last_s, args = self.count, 0, now, self._last_args
             _holding.discard(self)
-        self.logger.log(self.level, self.message + " (%d since the last such line)", *args, count)
+        self._write(args, count)
 
 
 class OncePerMinuteByKind:
