@@ -42,6 +42,20 @@ from .worker.supervisor import HEALTHY_STATES, Supervisor
 log = logging.getLogger(__name__)
 
 
+def _event_owner(demo: gr.Blocks, event_id: str) -> str | None:
+    """The session_hash that submitted ``event_id``, while Gradio's queue knows the event (waiting,
+    or running and not yet answered); None otherwise. Reads Gradio's queue (gradio 6: the same
+    tables its own /cancel route reads)."""
+    queue = demo._queue
+    event = queue.event_ids_to_events.get(event_id)
+    if event is not None:
+        return event.session_hash
+    for session_hash, event_ids in list(queue.pending_event_ids_session.items()):
+        if event_id in event_ids:
+            return session_hash
+    return None
+
+
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
 
@@ -60,7 +74,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     synthesis_events: set[int] = set()  # filled once the page is built, below
     app.add_middleware(NumberArrivals, arrived=handlers.service.arrived,  # a tab's presses queue in order
                        numbered=synthesis_events)
-    app.add_middleware(PreciseCancel)  # a cancel ends only the event it names
+    app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging

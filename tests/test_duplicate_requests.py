@@ -186,3 +186,44 @@ def test_the_per_client_refusal_counts_in_words():
 
     assert per_client_refusal(1, 1).startswith("You already have 1 request waiting or running; each visitor may have 1")
     assert per_client_refusal(2, 2).startswith("You already have 2 requests waiting")
+
+
+def test_a_cancel_naming_another_sessions_event_is_refused(tmp_path):
+    """Gradio dequeues and closes an event by its id alone: a stranger holding another visitor's
+    event id ended that visitor's waiting request, whose client was told it completed with no
+    audio (helper-69). The cancel is refused (404) and both of the visitor's requests complete."""
+    import json
+    import urllib.request
+    import uuid
+
+    import httpx
+
+    from .gradio_http import endpoint_data
+
+    with _fault_app(tmp_path) as app:
+        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
+        visitor = uuid.uuid4().hex
+
+        def join(text):
+            body = {"data": endpoint_data(app.url, "synthesize", text=text), "fn_index": fn_index,
+                    "session_hash": visitor, "event_data": None, "trigger_id": None}
+            return httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
+
+        join("sleep:3 the one that runs first")
+        waiting = join("sleep:1 the one that waits")
+        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={visitor}", timeout=60) as stream:
+            time.sleep(1.0)
+            r = httpx.post(app.url + "gradio_api/cancel", timeout=10,
+                           json={"session_hash": uuid.uuid4().hex, "fn_index": fn_index, "event_id": waiting})
+            assert r.status_code == 404 and "No request with that event id in this session" in r.json()["detail"], r.text
+            completed = []
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    message = json.loads(line[len("data:"):])
+                    if message.get("msg") == "process_completed":
+                        completed.append(message)
+                        if len(completed) == 2:
+                            break
+        assert all(m["success"] and m["output"]["data"][0] is not None for m in completed), completed
+        assert Client(app.url, verbose=False).predict(api_name="/status")["completed"] == 2

@@ -13,6 +13,11 @@ cancelled (Gradio names it
 ``"{session_hash}_{fn_index}<gradio-sep>{event_id}"``), then the request goes on to Gradio
 with an ``fn_index`` that matches no task, so the rest of Gradio's handler (dequeue the event if
 it is still waiting, answer its client, close its iterator) runs for that event alone.
+
+A cancel that names another session's event is refused (404, as for an event that does not
+exist): the task name carries the session, but Gradio's dequeue and iterator close go by event
+id alone, so a stranger holding an event id ended a waiting request, whose client was told it
+completed with no audio (or, in a race, it ran again from the start: two ledger records; helper-69).
 """
 
 from __future__ import annotations
@@ -26,13 +31,21 @@ from .asgi_requests import answer_json, logged_in, read_body, replay, with_lengt
 log = logging.getLogger(__name__)
 
 _NO_FUNCTION = -1  # an fn_index no task carries
+NOT_YOURS = ("No request with that event id in this session: a cancel names an event that this "
+             "session_hash submitted (gradio_client's Job.cancel() does so).")
 
 
 class PreciseCancel:
-    """Pure ASGI middleware; anything that is not a well-formed cancel passes through untouched."""
+    """Pure ASGI middleware; anything that is not a well-formed cancel passes through untouched.
 
-    def __init__(self, app) -> None:
-        self.app = app
+    Args:
+        app: the ASGI app below.
+        owner_of: ``owner_of(event_id)`` is the ``session_hash`` that submitted the event while
+            Gradio still knows it (waiting or running), else None.
+    """
+
+    def __init__(self, app, owner_of=lambda event_id: None) -> None:
+        self.app, self.owner_of = app, owner_of
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith(
@@ -48,6 +61,10 @@ class PreciseCancel:
         if payload is not None:
             if not await logged_in(self.app, scope, "/gradio_api/cancel"):
                 await answer_json(send, 401, "Not authenticated")
+                return
+            owner = self.owner_of(str(payload["event_id"]))
+            if owner is not None and owner != payload["session_hash"]:
+                await answer_json(send, 404, NOT_YOURS)
                 return
             cancelled = await cancel_task_named(task_name)
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
