@@ -31,8 +31,9 @@ TEXT = "Hello there."
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     ledger = tmp_path_factory.mktemp("ledger") / "ledger.jsonl"
-    with serving("--ledger", str(ledger), env={"GRADIO_TEMP_DIR": str(tmp_path_factory.mktemp("gradio_tmp"))}) as app:
-        app.ledger_path = ledger
+    temp_dir = tmp_path_factory.mktemp("gradio_tmp")
+    with serving("--ledger", str(ledger), env={"GRADIO_TEMP_DIR": str(temp_dir)}) as app:
+        app.ledger_path, app.temp_dir = ledger, temp_dir
         yield app
 
 
@@ -382,3 +383,32 @@ def test_a_broken_multipart_upload_is_a_400_and_one_log_line(app):
             assert r.status_code == 400 and "not a well-formed multipart form" in r.text, (r.status_code, r.text)
     lines = [line for line in log.new_lines() if "python_multipart" in line]
     assert len(lines) <= 1, "\n".join(lines)
+
+
+def _multipart(*parts: tuple[str, bytes]) -> tuple[bytes, dict]:
+    body = b"".join(b"--x\r\nContent-Disposition: form-data; " + head.encode() + b"\r\n\r\n" + data + b"\r\n"
+                    for head, data in parts) + b"--x--\r\n"
+    return body, {"Content-Type": "multipart/form-data; boundary=x"}
+
+
+def test_an_upload_part_that_is_not_a_file_is_a_400_and_unused_parts_leave_no_file(app):
+    """A part named 'files' with no filename got a bare 500 and a traceback (Gradio's TypeError
+    "File is not an instance of GradioUploadFile"); the files of parts under other names stayed
+    in the temporary folder until the sweep (helper-69)."""
+    wav = (PROMPTS_DIR / "xtts_female.wav").read_bytes()
+    log = LogWatch(app)
+    with httpx.Client(timeout=10) as http:
+        body, headers = _multipart(('name="files"', b"just a field"))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 400 and "needs a filename" in r.text and "files=@prompt.wav" in r.text, (r.status_code, r.text)
+        body, headers = _multipart(('name="other"; filename="a.wav"', wav), ('name="files"; filename="b.wav"', wav),
+                                   ('name="files"', b"and a field"))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 400, (r.status_code, r.text)
+        body, headers = _multipart(('name="other"; filename="a.wav"', wav), ('name="files"; filename="b.wav"', wav))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 200 and len(r.json()) == 1 and r.json()[0].endswith("b.wav"), r.text
+    time.sleep(1.0)  # Gradio moves the used file into its hashed folder in a background task
+    left = [p.name for p in app.temp_dir.iterdir() if p.is_file() and p.name.startswith("tmp")]
+    assert not left, left
+    assert not [line for line in log.new_lines() if "Traceback" in line or "TypeError" in line]

@@ -7,6 +7,12 @@ while the file was written left the partial file for ``--temp-file-ttl`` (an hou
 uploads that filled a 1 MiB disk kept it full after both were refused, so the next upload was
 refused too (this session's test). Here any failure of the parse closes and deletes the files it
 had opened, then goes on as before.
+
+A form Gradio would take but not use is refused or tidied the same way (helper-69): a part named
+``files`` without a ``filename`` (a plain form field) made Gradio's upload route raise TypeError, a
+bare 500 and a traceback, and is now a 400 that says what the part needs; the files of parts
+under other names and a last part the body never closed, which Gradio ignores, are deleted at
+once (they stayed until the sweep).
 """
 
 from __future__ import annotations
@@ -20,19 +26,26 @@ _installed = False
 def install() -> None:
     """Wrap ``GradioMultiPartParser.parse`` so that on any exception (``OSError`` such as ENOSPC,
     Starlette's ``ClientDisconnect``, a cancelled task) the parser's temporary files are closed and
-    unlinked before the exception goes on. A parse that succeeds is untouched. Idempotent."""
+    unlinked before the exception goes on. After a parse that succeeds, the files of parts Gradio
+    will not use are deleted, and a non-file part in the field ``files`` raises
+    ``MultiPartException`` (Gradio's upload route answers it 400). Idempotent."""
     global _installed
     if _installed:
         return
-    from gradio.route_utils import GradioMultiPartParser
-
-    from gradio.route_utils import MultiPartException
+    from gradio.route_utils import GradioMultiPartParser, GradioUploadFile, MultiPartException
 
     parse = GradioMultiPartParser.parse
 
+    def delete(files) -> None:
+        for file in files:
+            with contextlib.suppress(OSError):
+                file.close()  # may itself fail on a full disk (its buffer is flushed)
+            with contextlib.suppress(OSError):
+                os.unlink(file.name)  # already gone where Gradio deleted it
+
     async def parse_leaving_nothing_on_failure(self):
         try:
-            return await parse(self)
+            form = await parse(self)
         except MultiPartException as e:
             # Gradio calls any multipart parse error that mentions a header "Headers exceeded maximum
             # allowed size" (a 413): a 17-byte body with a broken part header got that (helper-60).
@@ -42,12 +55,18 @@ def install() -> None:
                                          "file as multipart/form-data in the field 'files'.") from cause
             raise
         except BaseException:
-            for file in getattr(self, "_files_to_close_on_error", ()):
-                with contextlib.suppress(OSError):
-                    file.close()  # may itself fail on a full disk (its buffer is flushed)
-                with contextlib.suppress(OSError):
-                    os.unlink(file.name)  # already gone where Gradio deleted it
+            delete(getattr(self, "_files_to_close_on_error", ()))
             raise
+        opened = getattr(self, "_files_to_close_on_error", ())
+        if any(key == "files" and not isinstance(value, GradioUploadFile) for key, value in form.multi_items()):
+            delete(opened)
+            raise MultiPartException("A part in the field 'files' is not a file: its Content-Disposition needs a "
+                                     "filename (form-data; name=\"files\"; filename=\"prompt.wav\"), as curl -F "
+                                     "files=@prompt.wav sends it.")
+        # Files Gradio will not use: parts under other names, a last part the body never closed.
+        used = {id(value.file) for value in form.getlist("files")}
+        delete(file for file in opened if id(file) not in used)
+        return form
 
     GradioMultiPartParser.parse = parse_leaving_nothing_on_failure
     _installed = True
