@@ -394,7 +394,7 @@ def _multipart(*parts: tuple[str, bytes]) -> tuple[bytes, dict]:
 def test_an_upload_part_that_is_not_a_file_is_a_400_and_unused_parts_leave_no_file(app):
     """A part named 'files' with no filename got a bare 500 and a traceback (Gradio's TypeError
     "File is not an instance of GradioUploadFile"); the files of parts under other names stayed
-    in the temporary folder until the sweep (helper-69)."""
+    in the temporary folder until the sweep, as did the file of a part named "../.." (helper-69)."""
     wav = (PROMPTS_DIR / "xtts_female.wav").read_bytes()
     log = LogWatch(app)
     with httpx.Client(timeout=10) as http:
@@ -405,6 +405,9 @@ def test_an_upload_part_that_is_not_a_file_is_a_400_and_unused_parts_leave_no_fi
                                    ('name="files"', b"and a field"))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 400, (r.status_code, r.text)
+        body, headers = _multipart(('name="files"; filename="../.."', wav))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 400 and "is not a file name" in r.text, (r.status_code, r.text)
         body, headers = _multipart(('name="other"; filename="a.wav"', wav), ('name="files"; filename="b.wav"', wav))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 200 and len(r.json()) == 1 and r.json()[0].endswith("b.wav"), r.text

@@ -63,6 +63,12 @@ def install() -> None:
             raise MultiPartException("A part in the field 'files' is not a file: its Content-Disposition needs a "
                                      "filename (form-data; name=\"files\"; filename=\"prompt.wav\"), as curl -F "
                                      "files=@prompt.wav sends it.")
+        # Gradio refuses the name ".." (400) after the parse, and its file stayed behind (helper-69).
+        for value in form.getlist("files"):
+            if value.filename and os.path.basename(value.filename.replace("\\", "/")).strip() in (".", ".."):
+                delete(opened)
+                raise MultiPartException(f"{value.filename!r} is not a file name: send the file under its own "
+                                         "name (filename=\"prompt.wav\").")
         # Files Gradio will not use: parts under other names, a last part the body never closed.
         used = {id(value.file) for value in form.getlist("files")}
         delete(file for file in opened if id(file) not in used)
