@@ -45,8 +45,9 @@ EMOJI = re.compile(rf"[\U0001F1E6-\U0001F1FF]{{2}}|{_PICTOGRAPH}{_MODIFIERS}"
 EMOJI_RUN = re.compile(rf"(?:[ \t]*(?:{EMOJI.pattern}))+")
 
 # A face drawn with spaces and combining marks: ( ͡° ͜ʖ ͡°), ( ͡ಠ ʖ̯ ͡ಠ). Found in the text
-# before the runs are looked at; a bracketed group only counts with a combining mark in it.
-SPACED_FACE = re.compile(r"[(（][^()（）\n\d]{1,24}[)）]")
+# before the runs are looked at; a bracketed group only counts with a combining mark in it. The
+# Thai letter ง is the raised fist of (ง'̀-'́)ง: the face went and the fist was refused as Thai.
+SPACED_FACE = re.compile(r"ง?[(（][^()（）\n\d]{1,24}[)）]ง?")
 
 
 def is_emoticon(run: str) -> bool:
