@@ -181,6 +181,11 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
     for marker in re.finditer(r"<\|[^\n]*?\|>", text):
         unrecognized.append((marker.start(), marker.group(0)))
         remaining = remaining[:marker.start()] + " " * len(marker.group(0)) + remaining[marker.end():]
+    # A percentage is a degree too ("20% faster", "快20%"): its "20" was listed as not understood.
+    percentages: list[tuple[int, str]] = []
+    for m in re.finditer(r"\d+(?:[.,]\d+)?\s*(?:%|％|per\s*cent\b)", remaining, re.I):
+        percentages.append((m.start(), m.group()))
+        remaining = remaining[:m.start()] + " " * len(m.group()) + remaining[m.end():]
     # Chinese first: blank matched phrases out so shorter ones (快) do not match inside them.
     phrases = sorted(((p, s) for s, ps in _CHINESE_PHRASES.items() for p in ps), key=lambda x: -len(x[0]))
     for phrase, style in phrases:
@@ -243,6 +248,11 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
             unrecognized.append((match.start(), token))
     if negation is not None:  # it lapsed at the end: what it reached over was not applied either
         unrecognized.extend(negation.words)
+    if found:
+        degree.extend(percentages)
+    else:  # nothing it could be the degree of; unless a negated style reported it with itself
+        unrecognized.extend((at, p) for at, p in percentages
+                            if not any(start <= at < start + len(t) for start, t in unrecognized))
     styles: list[str] = []
     for _, style in sorted(found):
         if style not in styles:
