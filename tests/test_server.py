@@ -100,6 +100,8 @@ def test_api_page_names_parameters_and_describes_endpoints_for_users(app_server)
     assert [(p["parameter_name"], p["label"]) for p in synthesize["parameters"]] == [
         (n, n) for n in ("text", "prompt_audio", "prompt_text", "instruction", "speed", "seed", "speaker")]
     assert [r["label"] for r in synthesize["returns"]] == ["audio", "stats"]
+    # A script writer took "seed (-1: random)" to mean a seed reproduces the audio (helper-70).
+    assert "cannot apply seeds, as the default embedded engine on the CPU" in synthesize["description"]
     for name, endpoint in endpoints.items():
         # No backticks at all: the page shows them as typed (helper-65).
         assert endpoint["description"] and "`" not in endpoint["description"], (name, endpoint["description"])

@@ -35,7 +35,9 @@ PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
 API_DESCRIPTIONS = {
     "synthesize": "Speak text in the voice of prompt_audio (3-10 s of speech is best; 1-30 s is accepted) "
                   "or of a pretrained speaker of a CosyVoice model. Optional: prompt_text (what the prompt says), instruction (an "
-                  "emotion or style such as happy, 用悲伤的语气), speed (0.5-2.0), seed (-1: random). "
+                  "emotion or style such as happy, 用悲伤的语气), speed (0.5-2.0), seed (-1: random; stats.seed is "
+                  "null where the engine cannot apply seeds, as the default embedded engine on the CPU, whose "
+                  "results then differ a little each time). "
                   "Returns the WAV and its stats: audio_s, synthesis_s, real_time_factor, peak_memory_bytes, "
                   "seed, notes, ...",
     "synthesize_stream": "Like /synthesize, but yields one WAV per chunk as it is made, then the stats.",
