@@ -147,15 +147,19 @@ def main(argv: list[str] | None = None) -> int:
                                    settings.leak_window),
         restart_on_leak=settings.restart_on_leak, engine_options=settings.engine_options,
         empty_cache_after_request=settings.empty_cache_after_request,
-    ).start()
-    monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
-                            history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log,
-                            gpu_log_max_bytes=round(settings.gpu_log_max_mb * 2**20)).start()
-    if monitor.nvml_error:
-        log.info("GPU monitor: NVML unavailable (%s); showing host memory instead", monitor.nvml_error)
-    log.info("loading the %s engine in the worker process ...", settings.engine)
+    )
+    monitor = None
     try:
+        # From before the worker starts: a Ctrl-C between "worker started" and the wait below hit
+        # Python's default handler (exit by SIGINT, no log line; test_shutdown on a busy machine).
         with _signals_end_loading():
+            supervisor.start()
+            monitor = MemoryMonitor(supervisor.status, interval_s=settings.monitor_interval_s,
+                                    history_s=settings.monitor_history_s, gpu_log_path=settings.gpu_log,
+                                    gpu_log_max_bytes=round(settings.gpu_log_max_mb * 2**20)).start()
+            if monitor.nvml_error:
+                log.info("GPU monitor: NVML unavailable (%s); showing host memory instead", monitor.nvml_error)
+            log.info("loading the %s engine in the worker process ...", settings.engine)
             import torchaudio.functional  # noqa: F401 - the prompt resampler; loaded now, not on the first request
             ready = supervisor.wait_ready(settings.worker_start_timeout_s + 5)
     except _StopWhileLoading as stop:
@@ -166,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             log.info("shutting down while the model loads (%s): ending the worker", stop.signal_name)
         supervisor.stop(grace_s=1)
-        monitor.stop()
+        if monitor is not None:
+            monitor.stop()
         log.info("stopped: the worker has ended; exiting")
         if stop.signum != signal.SIGINT:  # ended by SIGTERM/SIGHUP, as after a drain while serving
             signal.signal(stop.signum, signal.SIG_DFL)
