@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import gradio as gr
@@ -29,6 +30,10 @@ PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
            + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js",
                                                                      "upload_refusal.js")) + "}")
 
+
+# Gradio's Share button posts to a Hugging Face Space's discussions; anywhere else it only said
+# "Must be on Spaces to share." (helper-71). Spaces set SPACE_ID.
+AUDIO_BUTTONS = ["download", "share"] if os.environ.get("SPACE_ID") else ["download"]
 
 # Shown on Gradio's "Use via API" page (it showed the handlers' docstrings, notes for developers).
 # Plain text: the page shows Markdown's backticks as typed (helper-65).
@@ -85,7 +90,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         with gr.Row():
             with gr.Column(scale=3):
                 prompt_audio = gr.Audio(label=I18N("prompt_audio"), sources=["upload", "microphone"],
-                                        type="filepath", elem_id="prompt_audio")
+                                        type="filepath", elem_id="prompt_audio", buttons=AUDIO_BUTTONS)
                 prompt_text = gr.Textbox(label=I18N("prompt_text"), lines=1, elem_id="prompt_text")
                 speaker = gr.Dropdown(label=I18N("speaker"), choices=[("", "")] + [(x, x) for x in speakers],
                                       value="", visible=bool(speakers), elem_id="speaker")
@@ -109,7 +114,7 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
                 generate = gr.Button(I18N("generate"), variant="primary", elem_id="generate")
                 # --stream: the browser plays chunks as they come (Gradio encodes them with ffmpeg).
                 output_audio = gr.Audio(label=I18N("output_audio"), type="numpy", format="wav",
-                                        interactive=False, elem_id="output_audio",
+                                        interactive=False, elem_id="output_audio", buttons=AUDIO_BUTTONS,
                                         streaming=settings.stream, autoplay=settings.stream)
                 stats = gr.JSON(label=I18N("stats"), elem_id="stats")
             with gr.Column(scale=2):

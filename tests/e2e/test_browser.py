@@ -81,6 +81,8 @@ def test_upload_preset_generate_restart(browser, app):
     audio_s = float(re.search(r'audio_s\W*([0-9.]+)', stats).group(1))
     assert 2.0 < audio_s < 8.0
     assert 'happy' in stats
+    # Share only said "Must be on Spaces to share." off a Space (helper-71).
+    assert page.locator("#output_audio [aria-label='Share'], #output_audio [title='Share']").count() == 0
     # Every download was named audio.wav (helper-65).
     with page.expect_download(timeout=15_000) as download:
         page.locator("#output_audio a[download], #output_audio button[aria-label='Download']").first.click()
@@ -200,6 +202,20 @@ def test_generate_while_the_prompt_uploads_waits_for_the_upload(browser, app):
     assert app.status()["completed"] - completed_before == 1, app.status()
     toasts = page.locator(".toast-body").all_inner_texts()
     assert not toasts, toasts
+
+
+def test_the_chinese_recording_note_names_the_button_as_the_page_does(browser, app):
+    """The zh-CN note said to press "Stop", a button the Chinese page calls 停止 (helper-71)."""
+    page = _page(browser, app, locale="zh-CN")
+    page.locator("#prompt_audio button[aria-label='Record audio']").first.click()
+    page.locator("#prompt_audio .record-button").click()
+    page.wait_for_timeout(1000)
+    page.locator("#generate").click()
+    note = page.locator("#recording_note")
+    note.wait_for(timeout=5000)
+    stop = page.locator("#prompt_audio .stop-button").inner_text().strip()
+    assert stop == "停止" and f"“{stop}”" in note.inner_text(), (stop, note.inner_text())
+    page.locator("#prompt_audio .stop-button").click()
 
 
 def test_generate_held_for_an_upload_that_is_refused_is_dropped(browser, tmp_path):
