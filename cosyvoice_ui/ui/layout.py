@@ -21,14 +21,16 @@ PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
 # Chromium calls video (.webm) an audio type, names without markup, and stops files over the
 # upload limit with their size; microphone.js says why recording cannot work on plain
 # http from another machine, and holds Generate while the prompt is still being recorded;
-# upload_refusal.js shows an upload's refusal (413, 507) without the JSON around its message.
+# upload_refusal.js shows an upload's refusal (413, 507) without the JSON around its message;
+# session_lost.js says when an --auth login has ended, and keeps what the visitor had across the
+# reload Gradio makes after a dropped connection.
 def _script(name: str) -> str:
     return Path(__file__).with_name(name).read_text(encoding="utf-8").strip()
 
 
 PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
            + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js",
-                                                                     "upload_refusal.js")) + "}")
+                                                                     "upload_refusal.js", "session_lost.js")) + "}")
 
 
 # Gradio's Share button posts to a Hugging Face Space's discussions; anywhere else it only said

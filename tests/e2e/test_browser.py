@@ -614,3 +614,69 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
         page.close()
     finally:
         app.stop()
+
+
+def test_a_dropped_connection_keeps_the_visitors_text_settings_and_prompt(browser, app):
+    """1.5 s offline while a request ran made Gradio reload the page once the server answered
+    again: the request was stopped and the text, settings and prompt audio were gone, without a
+    word (helper-71). They are put back after the reload, with a note saying what happened."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "f5_basic_ref_en.wav"))
+    page.locator("#prompt_audio audio").first.wait_for(state="attached", timeout=30_000)
+    text = " ".join(["This long text keeps the worker busy for a while, sentence after sentence."] * 12)
+    page.locator("#text textarea").fill(text)
+    page.locator("#instruction textarea").fill("calm")
+    page.locator("#seed input").fill("42")
+    page.locator("#seed input").blur()
+    page.evaluate("window.__before_reload = true")
+    page.locator("#generate").click()
+    page.locator("#stats .eta-bar, #stats .progress-text").first.wait_for(timeout=20_000)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    offline = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", {"offline": True, **offline})
+    page.wait_for_timeout(2500)
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, **offline})
+    page.wait_for_function("!window.__before_reload && document.getElementById('connection_note')", timeout=60_000)
+    note = page.locator("#connection_note").inner_text()
+    assert "did not finish" in note and "press Generate" in note and "could not" not in note, note
+    assert page.locator("#text textarea").input_value() == text
+    assert page.locator("#instruction textarea").input_value() == "calm"
+    assert page.locator("#seed input").input_value() == "42"
+    page.locator("#prompt_audio audio").first.wait_for(state="attached", timeout=30_000)
+    _shot(page, "connection-dropped-restored")
+    # The restored fields reach Gradio's state: Generate runs with them, in the prompt's voice.
+    page.locator("#text textarea").fill("Back after the dropped connection.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    stats = _stats_text(page)
+    # The seed's note comes only for a seed other than -1 (the embedded CPU engine cannot apply one).
+    assert re.search(r'prompt_s\W*[0-9]', stats) and "calm" in stats and "seed was not applied" in stats, stats
+
+
+def test_a_login_that_ended_is_said_once(browser, tmp_path):
+    """Under --auth, after a logout in another tab, Generate showed bare "Error" badges, an upload
+    was refused in silence and the monitor froze (helper-71). The first 401 says the login ended."""
+    from ..conftest import serving
+
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--auth", "alice:pw-that-ends",
+                 env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        page = context.new_page()
+        page.goto(app.url)
+        page.locator("input[type=password]").wait_for(timeout=30_000)
+        page.locator("input[type=text]").first.fill("alice")
+        page.locator("input[type=password]").fill("pw-that-ends")
+        page.get_by_role("button", name=re.compile("login", re.I)).click()
+        page.wait_for_selector("#generate", timeout=30_000)
+        page.wait_for_timeout(2000)
+        assert page.locator("#login_ended").count() == 0, "no note while the login holds"
+        other = context.new_page()
+        other.goto(app.url + "logout")
+        other.close()
+        page.locator("#text textarea").fill("sleep:0.1 after the logout")
+        page.locator("#generate").click()
+        note = page.locator("#login_ended")
+        note.wait_for(timeout=15_000)
+        assert "login has ended" in note.inner_text() and "Reload the page" in note.inner_text()
+        assert page.locator("#login_ended").count() == 1
