@@ -46,17 +46,19 @@ case "${1:-}" in
     trap cleanup EXIT
     trap 'cleanup; exit 130' INT
     trap 'cleanup; exit 143' TERM
-    # Not exec: the trap must outlive python to stop nvidia-smi dmon.
+    # Not exec: the trap must outlive python to stop nvidia-smi dmon. Job control (set -m) puts
+    # python in a process group of its own: without it bash starts a background job with SIGINT
+    # ignored, so a terminal's Ctrl-C never reached python (run.sh passed it on as SIGTERM: the
+    # log said SIGTERM, and a second Ctrl-C did not exit at once; helper-72). Now the terminal's
+    # signals reach this script alone, which passes each on as itself, once.
+    set -m
     "$PY" app.py "$@" &
     APP_PID=$!
-    # Signals to this script are passed on as SIGTERM, which drains. A SIGINT sent to this script
-    # alone (a process manager) would otherwise never reach python; after Ctrl-C in a terminal
-    # python has its own SIGINT already and takes the extra SIGTERM as the same request (a second
-    # SIGINT would mean "exit without draining").
+    set +m
     trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 143' TERM
-    trap 'kill -TERM $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 130' INT
+    trap 'kill -INT $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 130' INT
     # A closed terminal (SIGHUP to the process group) drains as well; under nohup it stays ignored.
-    # Passed on as itself, so that the app's log names it (python takes a second one as the same).
+    # Passed on as itself, so that the app's log names it.
     trap 'kill -HUP $APP_PID 2>/dev/null; wait $APP_PID || true; cleanup; exit 129' HUP
     wait $APP_PID
     ;;

@@ -443,3 +443,79 @@ def test_a_rest_call_during_the_drain_is_refused_in_its_own_answer(tmp_path, mon
         assert outcomes == ["refused", "ok"], outcomes
     finally:
         app.stop()
+
+
+def test_ctrl_c_in_a_terminal_under_run_sh_is_sigint_and_a_second_exits_at_once(tmp_path):
+    """Under ./run.sh in a terminal, bash started python as a background job with SIGINT ignored:
+    Ctrl-C reached it only as run.sh's SIGTERM (the log said SIGTERM) and a second Ctrl-C waited
+    for the running request (helper-72). Both Ctrl-Cs are typed into a real terminal (a pty)."""
+    import os
+    import pty
+
+    from .conftest import ROOT, free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: run.sh as a terminal's foreground job
+        os.chdir(ROOT)
+        os.environ["FAULT_ENGINE_DIR"] = str(tmp_path)
+        os.execv("/bin/bash", ["bash", str(ROOT / "run.sh"), "--port", str(port), "--engine",
+                               "tests.fault_engines:FaultEngine"])
+    output = bytearray()
+
+    def read_terminal():
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            output.extend(data)
+
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+    tree: list = []
+    try:
+        wait_for(lambda: _answers(url), 180, "the app to serve")
+        tree = psutil.Process(pid).children(recursive=True)
+        result: dict = {}
+
+        def call():
+            try:
+                result["value"] = Client(url, verbose=False).predict(text="sleep:40 a long one", api_name="/synthesize")
+            except Exception as e:  # noqa: BLE001
+                result["value"] = e
+
+        threading.Thread(target=call, daemon=True).start()
+        wait_for(lambda: healthz(url)["in_flight"] is not None, 30, "the request to run")
+        os.write(fd, b"\x03")  # Ctrl-C
+        wait_for(lambda: b"shutting down" in output, 15, "the drain's log line")
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        os.write(fd, b"\x03")
+        _, status = os.waitpid(pid, 0)
+        exit_s = time.monotonic() - t0
+        text = output.decode("utf-8", "replace")
+        assert os.waitstatus_to_exitcode(status) == 130, text[-3000:]
+        assert "shutting down (SIGINT)" in text and "SIGTERM" not in text, text[-3000:]
+        assert exit_s < 10, f"the second Ctrl-C took {exit_s:.1f} s (the request had 40 s to go)"
+        time.sleep(0.5)
+        assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        for p in [*tree, psutil.Process(pid)] if psutil.pid_exists(pid) else tree:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url + "healthz", timeout=2).close()
+        return True
+    except Exception:  # noqa: BLE001 - not up yet
+        return False
