@@ -22,6 +22,7 @@ from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
+from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
@@ -86,6 +87,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
+    app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
 

@@ -50,7 +50,8 @@ class RequestSizeLimit:
                                      "length would be ambiguous. Send it with Content-Length only.")
             return
         if scope["type"] == "http" and (scope["method"] == "POST" or b"transfer-encoding" in headers):
-            upload = scope.get("path", "").rstrip("/") == _UPLOAD
+            # Ends with: behind a proxy's prefix the path is /tts/gradio_api/upload (forwarded_prefix.py).
+            upload = scope.get("path", "").rstrip("/").endswith(_UPLOAD)
             declared = headers.get(b"content-length", b"")
             if not declared.strip().isdigit():
                 await _refuse(send, 411, "A request body must declare its Content-Length (a chunked body cannot be "

@@ -1,0 +1,53 @@
+"""ASGI middleware: a reverse proxy's path prefix (``X-Forwarded-Prefix``) becomes the request's root path.
+
+Behind a proxy that serves the app under a path (``https://host/tts/``), the page named its
+styles and API calls from the host's root (``/theme.css``, ``/gradio_api/...``): 404s, an
+unstyled page and an empty monitor (helper-72). Gradio builds every URL it hands out from the
+ASGI ``root_path`` when it has no fixed one (``gradio.route_utils.get_root_url``), and Starlette
+routes by the path with that root removed, so a request whose proxy kept the prefix in the path
+is routed as well as one whose proxy stripped it. Per request, so the same server still answers
+on its own address (an SSH tunnel, a local script) without the prefix; Gradio's own
+``GRADIO_ROOT_PATH`` fixed it for every request.
+
+Traefik's StripPrefix sends the header by itself; nginx needs ``proxy_set_header
+X-Forwarded-Prefix /tts;`` (README). A header that is not a plain path (a URL, ``//host``, dot
+segments, odd characters) is ignored: a client sending its own prefix only changes the URLs in
+its own answers.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~\-][A-Za-z0-9._~\-]*)+")
+
+
+def forwarded_prefix(headers) -> str | None:
+    """The prefix a proxy named in ``X-Forwarded-Prefix`` (first value, trailing ``/`` removed),
+    if it is a plain absolute path such as ``/tts`` or ``/apps/tts``; else None.
+
+    Args:
+        headers: ASGI headers, a list of ``(name, value)`` byte pairs.
+    """
+    for name, value in headers:
+        if name.lower() == b"x-forwarded-prefix":
+            prefix = value.decode("latin-1").split(",")[0].strip().rstrip("/")
+            if prefix and _PLAIN_PATH.fullmatch(prefix) and "/." not in prefix:
+                return prefix
+            return None
+    return None
+
+
+class ForwardedPrefix:
+    """Pure ASGI middleware: sets ``scope["root_path"]`` from :func:`forwarded_prefix` for HTTP
+    and websocket requests that carry it; others pass untouched."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            prefix = forwarded_prefix(scope.get("headers") or [])
+            if prefix is not None:
+                scope = {**scope, "root_path": prefix}
+        await self.app(scope, receive, send)

@@ -1,0 +1,72 @@
+"""Behind a reverse proxy that serves the app under a path prefix (``https://host/tts/``).
+
+The page named its styles and API calls from the host's root (404s, an unstyled page, an empty
+monitor; helper-72). A proxy's ``X-Forwarded-Prefix`` is the request's root path now
+(``guards/forwarded_prefix.py``), whether the proxy strips the prefix from the path or keeps
+it; the app's own address still answers without one, and the limits hold under a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+
+from . import gradio_http as gh
+from .conftest import PROMPTS_DIR, serving
+
+PREFIX = {"X-Forwarded-Prefix": "/tts"}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with serving("--engine", "tests.fault_engines:FaultEngine",
+                 env={"FAULT_ENGINE_DIR": str(tmp_path_factory.mktemp("fault"))}) as app:
+        yield app
+
+
+def _root(text: str) -> str:
+    return re.search(r'"root":\s*"([^"]*)"', text).group(1)
+
+
+@pytest.mark.parametrize("path", ["", "tts/"])  # the proxy stripped the prefix, or kept it
+def test_the_page_under_a_prefix_names_its_urls_with_it(app, path):
+    base = app.url.rstrip("/")
+    page = httpx.get(app.url + path, headers=PREFIX, timeout=10)
+    assert page.status_code == 200 and _root(page.text) == base + "/tts", _root(page.text)
+    for asset in ("theme.css", "config", "gradio_api/info"):
+        assert httpx.get(app.url + path + asset, headers=PREFIX, timeout=10).status_code == 200, asset
+    # The app's own address (an SSH tunnel, a script on the box) still has no prefix.
+    assert _root(httpx.get(app.url, timeout=10).text) == base
+
+
+@pytest.mark.parametrize("prefix", ["//evil.example", "https://evil.example/x", "/a/../b", "/tts?x=1", "tts", "/"])
+def test_a_prefix_that_is_not_a_plain_path_is_ignored(app, prefix):
+    page = httpx.get(app.url, headers={"X-Forwarded-Prefix": prefix}, timeout=10)
+    assert _root(page.text) == app.url.rstrip("/"), (prefix, _root(page.text))
+
+
+def test_a_request_made_through_the_prefix_works_and_its_result_link_has_the_prefix(app):
+    with httpx.Client(timeout=30, headers=PREFIX) as http:
+        uploaded = http.post(app.url + "tts/gradio_api/upload",
+                             files={"files": ("xtts_female.wav", (PROMPTS_DIR / "xtts_female.wav").read_bytes())})
+        assert uploaded.status_code == 200, uploaded.text
+        data = gh.endpoint_data(app.url, "synthesize", text="through the proxy",
+                                prompt_audio=gh.file_data(uploaded.json()[0]))
+        event_id = http.post(app.url + "tts/gradio_api/call/synthesize", json={"data": data}).json()["event_id"]
+        event, body = gh.parse_sse(http.get(app.url + f"tts/gradio_api/call/synthesize/{event_id}").text)
+        assert event == "complete", body
+        result = json.loads(body)[0]
+        assert result["url"].startswith(app.url + "tts/gradio_api/file="), result["url"]
+        assert http.get(result["url"]).status_code == 200
+
+
+def test_the_upload_limit_holds_under_a_prefix(app):
+    """The total upload limit matched the path /gradio_api/upload exactly: under a prefix the path
+    is /tts/gradio_api/upload, and a body over --max-upload-mb went through to Gradio."""
+    body = b"x" * (21 * 2**20)
+    r = httpx.post(app.url + "tts/gradio_api/upload", content=body, timeout=30,
+                   headers={**PREFIX, "Content-Type": "multipart/form-data; boundary=x"})
+    assert r.status_code == 413 and "Upload too large" in r.text, (r.status_code, r.text[:300])
