@@ -17,6 +17,7 @@
     no_prompt: "参考音频无法恢复，请重新上传或录制。",
     prompt_back: "文字、设置和参考音频已恢复",
     no_prompt_back: "文字和设置已恢复",
+    last_result: "下载上一次的结果。",
   } : {
     logged_out: "Your login has ended (you logged out in another tab, or it expired): this page can no longer " +
                 "send or receive anything, and the monitor has stopped updating. Reload the page to log in " +
@@ -29,6 +30,7 @@
     no_prompt: "The prompt audio could not be brought back: upload or record it again.",
     prompt_back: "Your text, settings and prompt audio are back",
     no_prompt_back: "Your text and settings are back",
+    last_result: "Download the last result.",
   };
   const KEY = "cosyvoice_ui.connection_lost";
   const FIELDS = {text: "#text textarea", instruction: "#instruction textarea", prompt_text: "#prompt_text textarea",
@@ -52,9 +54,16 @@
 
   // -- a dropped connection -----------------------------------------------------------------
   const running = () => document.querySelector("#stats .generating, #output_audio .generating") !== null;
+  // Gradio may clear its "generating" state before it shows the pop-up (helper-73): a request seen
+  // running in the last seconds counts.
+  let lastRunning = 0;
+  setInterval(() => { if (running()) lastRunning = Date.now(); }, 250);
   const keep = () => {
     if (sessionStorage.getItem(KEY)) return;
-    const saved = {at: Date.now(), running: running(), fields: {}};
+    const saved = {at: Date.now(), running: running() || Date.now() - lastRunning < 5000, fields: {}};
+    // A result on the page is gone after the reload; its file stays on the server for a while.
+    const result = document.querySelector("#output_audio a[href*='/file=']");
+    if (result) saved.result = result.href;
     for (const [name, selector] of Object.entries(FIELDS)) {
       const el = document.querySelector(selector);
       if (el) saved.fields[name] = el.value;
@@ -107,9 +116,18 @@
       }
     } else if (saved.prompt === "") {
       noPrompt();
+    } else {  // there was none
+      text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back);
     }
     const el = note("connection_note", text, document.getElementById("generate"));
-    if (el) setTimeout(() => el.remove(), 60000);
+    if (el && saved.result && /^https?:/.test(saved.result)) {
+      const link = document.createElement("a");
+      link.href = saved.result;
+      link.download = "";
+      link.textContent = TEXT.last_result;
+      el.append(" ", link);
+    }
+    if (el) setTimeout(() => el.remove(), 120000);
   };
   const ready = () => document.querySelector("#generate") && document.querySelector(FIELDS.text);
   const start = Date.now();

@@ -680,3 +680,27 @@ def test_a_login_that_ended_is_said_once(browser, tmp_path):
         note.wait_for(timeout=15_000)
         assert "login has ended" in note.inner_text() and "Reload the page" in note.inner_text()
         assert page.locator("#login_ended").count() == 1
+
+
+def test_a_dropped_connection_after_a_result_offers_the_result_again(browser, app):
+    """After the reload a finished result was gone from the page with no word of it (helper-73):
+    the note links to its file, which stays on the server for --temp-file-ttl."""
+    page = _page(browser, app)
+    page.locator("#text textarea").fill("A short result to keep.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    page.wait_for_timeout(6000)  # idle: no request ran in the last seconds
+    page.evaluate("window.__before_reload = true")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    offline = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", {"offline": True, **offline})
+    page.wait_for_timeout(3000)
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, **offline})
+    page.wait_for_function("!window.__before_reload && document.getElementById('connection_note')", timeout=60_000)
+    note = page.locator("#connection_note")
+    assert "did not finish" not in note.inner_text() and "text and settings are back" in note.inner_text()
+    link = note.locator("a")
+    assert link.inner_text() == "Download the last result."
+    response = page.request.get(link.get_attribute("href"))
+    assert response.status == 200 and response.body()[:4] == b"RIFF"
