@@ -405,6 +405,10 @@ def test_an_upload_part_that_is_not_a_file_is_a_400_and_unused_parts_leave_no_fi
                                    ('name="files"', b"and a field"))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 400, (r.status_code, r.text)
+        # A file under another name was answered 200 [] (helper-73).
+        body, headers = _multipart(('name="file"; filename="a.wav"', wav))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 400 and "No file in the field 'files'" in r.text and "'file'" in r.text, r.text
         body, headers = _multipart(('name="files"; filename="../.."', wav))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 400 and "is not a file name" in r.text, (r.status_code, r.text)

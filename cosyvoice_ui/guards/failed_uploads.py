@@ -61,8 +61,14 @@ def install() -> None:
         if any(key == "files" and not isinstance(value, GradioUploadFile) for key, value in form.multi_items()):
             delete(opened)
             raise MultiPartException("A part in the field 'files' is not a file: its Content-Disposition needs a "
-                                     "filename (form-data; name=\"files\"; filename=\"prompt.wav\"), as curl -F "
-                                     "files=@prompt.wav sends it.")
+                                     "filename (form-data; name=\"files\"; filename=\"prompt.wav\"; an RFC 5987 "
+                                     "filename*= alone is not read), as curl -F files=@prompt.wav sends it.")
+        # A file under another name ("file", as curl -F file=@x.wav) was answered 200 [] (helper-73).
+        others = sorted({key for key, value in form.multi_items() if key != "files" and isinstance(value, GradioUploadFile)})
+        if others and not form.getlist("files"):
+            delete(opened)
+            raise MultiPartException(f"No file in the field 'files': the upload sent {', '.join(map(repr, others))}. "
+                                     "Send the file in the field 'files' (curl -F files=@prompt.wav).")
         # Gradio refuses the name ".." (400) after the parse, and its file stayed behind (helper-69).
         for value in form.getlist("files"):
             if value.filename and os.path.basename(value.filename.replace("\\", "/")).strip() in (".", ".."):
