@@ -217,6 +217,10 @@ def test_a_cancel_naming_another_sessions_event_is_refused(tmp_path):
             r = httpx.post(app.url + "gradio_api/cancel", timeout=10,
                            json={"session_hash": uuid.uuid4().hex, "fn_index": fn_index, "event_id": waiting})
             assert r.status_code == 404 and "No request with that event id in this session" in r.json()["detail"], r.text
+            # An id no one has: the same answer (Gradio's was {"success": true}; helper-73).
+            r = httpx.post(app.url + "gradio_api/cancel", timeout=10,
+                           json={"session_hash": visitor, "fn_index": fn_index, "event_id": waiting.upper()})
+            assert r.status_code == 404, r.text
             completed = []
             for line in stream.iter_lines():
                 if line.startswith("data:"):

@@ -14,10 +14,11 @@ cancelled (Gradio names it
 with an ``fn_index`` that matches no task, so the rest of Gradio's handler (dequeue the event if
 it is still waiting, answer its client, close its iterator) runs for that event alone.
 
-A cancel that names another session's event is refused (404, as for an event that does not
-exist): the task name carries the session, but Gradio's dequeue and iterator close go by event
-id alone, so a stranger holding an event id ended a waiting request, whose client was told it
-completed with no audio (or, in a race, it ran again from the start: two ledger records; helper-69).
+A cancel that names another session's event, or one Gradio does not know (finished, never
+made), is refused (404; Gradio answered success for any id). The task name carries the session,
+but Gradio's dequeue and iterator close go by event id alone, so a stranger holding an event id
+ended a waiting request, whose client was told it completed with no audio (or, in a race, it ran
+again from the start: two ledger records; helper-69).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from .asgi_requests import answer_json, logged_in, read_body, replay, with_lengt
 log = logging.getLogger(__name__)
 
 _NO_FUNCTION = -1  # an fn_index no task carries
-NOT_YOURS = ("No request with that event id in this session: a cancel names an event that this "
-             "session_hash submitted (gradio_client's Job.cancel() does so).")
+NOT_YOURS = ("No request with that event id in this session (it may have finished already): a cancel "
+             "names a waiting or running event that this session_hash submitted (gradio_client's Job.cancel() "
+             "does so).")
 
 
 class PreciseCancel:
@@ -63,7 +65,9 @@ class PreciseCancel:
                 await answer_json(send, 401, "Not authenticated")
                 return
             owner = self.owner_of(str(payload["event_id"]))
-            if owner is not None and owner != payload["session_hash"]:
+            # An unknown id too: Gradio answered {"success": true} for it, so a caller was told a
+            # cancel worked that did nothing, and the two answers told an outsider which ids were live.
+            if owner is None or owner != payload["session_hash"]:
                 await answer_json(send, 404, NOT_YOURS)
                 return
             cancelled = await cancel_task_named(task_name)
