@@ -130,10 +130,11 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # The temporary folder's claim file (temp_files.claim_folder) lies in Gradio's upload area, from
     # which /gradio_api/file= serves: it gave anyone the web process's pid (helper-51).
     claim_file = os.path.join(temp_space.folder, CLAIM_FILE)
+    page_js = PAGE_JS.replace("__APP_PORT__", str(settings.port))  # the SSH tunnel the microphone note names
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth, blocked_paths=[claim_file],
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
-                               footer_links=["api"], css=PAGE_CSS, js=PAGE_JS,
+                               footer_links=["api"], css=PAGE_CSS, js=page_js,
                                app_kwargs={"openapi_url": None})
     # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
     # "launched"; mounting never sets the flag, so without this any caller could make the server

@@ -5,18 +5,19 @@
   //   on plain http from another machine Gradio showed only "No microphone found".
   // - Generate pressed while still recording ran the request without the recording (Gradio
   //   has no value until Stop), in the built-in voice.
-  // And Generate pressed while the prompt still uploads waits for it (below).
+  // And Generate pressed while the prompt still uploads waits for it (below). __APP_PORT__ is the
+  // port the app serves on (server.py fills it in; the tunnel said 7860 whatever it was: helper-72).
   const zh = (navigator.language || "").toLowerCase().startsWith("zh");
   const TEXT = zh ? {
     insecure: "浏览器只允许 https:// 页面或本机（localhost）页面使用麦克风，而此页面是从其他地址通过 http 打开的。" +
-              "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L 7860:127.0.0.1:7860 服务器）在本机地址打开此页面。",
+              "请上传录音文件，或通过 https（反向代理）或 SSH 隧道（ssh -L __APP_PORT__:127.0.0.1:__APP_PORT__ 服务器）在本机地址打开此页面。",
     recording: "仍在录音：请先点击参考音频下的“停止”结束录音，然后再点击“生成”。",
     uploading: "参考音频仍在上传：上传完成后将自动开始生成。在此之前文字和设置已锁定。",
     upload_failed: "参考音频上传失败（见上方提示），因此未开始生成。请重新上传；若要使用内置声音，请再次点击“生成”。",
   } : {
     insecure: "Browsers allow the microphone only on https:// pages or on localhost, and this page was opened " +
               "over plain http from another address. Upload a recording instead, or open the page through https " +
-              "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L 7860:127.0.0.1:7860 server).",
+              "(a reverse proxy) or through an SSH tunnel to localhost (ssh -L __APP_PORT__:127.0.0.1:__APP_PORT__ server).",
     recording: "Still recording: press Stop under Prompt audio to finish the recording, then press Generate.",
     // Text edited while the press waited was the one spoken (helper-67): the fields are locked.
     uploading: "The prompt audio is still uploading: Generate runs once it has arrived. The text and " +

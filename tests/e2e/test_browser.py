@@ -279,6 +279,8 @@ def test_recording_over_plain_http_from_another_address_says_why(browser):
         note.wait_for(timeout=5000)
         text = note.inner_text()
         assert "https://" in text and "localhost" in text and "Upload a recording" in text, text
+        # The tunnel names the port the app serves on (it said 7860 whatever it was: helper-72).
+        assert f"ssh -L {remote.port}:127.0.0.1:{remote.port} server" in text, text
         _shot(page, "microphone-on-plain-http")
 
 
