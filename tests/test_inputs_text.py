@@ -464,7 +464,8 @@ def test_faces_drawn_in_characters_are_left_out_with_a_note_and_look_alikes_stay
 
     faces = ["( ͡° ͜ʖ ͡°)", "( ͡ಠ ʖ̯ ͡ಠ)", "ʕ•ᴥ•ʔ", "ಠ_ಠ", "ಥ_ಥ", "^_^", "-_-", "o_O", "T_T", "◕‿◕", "└(^o^)┘",
              "\\(^o^)/", ";_;", ":)", ":-(", ";)", ":D", ":P", ":'(", "=)",
-             "(ง'̀-'́)ง"]  # its fist was refused as Thai (known list)
+             "(ง'̀-'́)ง",  # its fist was refused as Thai (known list)
+             "ʕ •ᴥ•ʔ", "ʕ·ᴥ·ʔ", "(ノಠ益ಠ)ノ彡┻━┻", "( ˘▽˘)っ♨"]  # read aloud or refused as Japanese (helper-73)
     for face in faces:
         text, notes = build(f"We won {face} today.")
         assert text == "We won today.", (face, text)

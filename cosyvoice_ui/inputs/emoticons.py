@@ -24,7 +24,7 @@ import unicodedata
 
 _KAOMOJI_SIGNS = set("¯´`｀ಠω︶╯╰□━┻┳◕‿ᴗ▽∀≧≦＾・ﾉ") | {chr(c) for c in range(0x3040, 0x3100)}
 
-_EYES = "ಠಥʘ◕•◉⊙◔ᵔ˘≧≦╥･・◡☉^><;-"
+_EYES = "ಠಥʘ◕•·◉⊙◔ᵔ˘≧≦╥･・◡☉^><;-"  # "·": the bear ʕ·ᴥ·ʔ (helper-73)
 _MOUTHS = "_.o‿ᴥω﹏▽益︿⌒ᗜ‸ー∀□дДꈊ"
 _FACE = rf"(?:[{re.escape(_EYES)}][{re.escape(_MOUTHS)}]{{1,3}}[{re.escape(_EYES)}]|[oOTxX]_[oOTxX]|o\.O|O\.o)"
 _ARMS = r"[^\w\s]{0,3}"
@@ -44,10 +44,15 @@ EMOJI = re.compile(rf"[\U0001F1E6-\U0001F1FF]{{2}}|{_PICTOGRAPH}{_MODIFIERS}"
                    r"|[#*0-9]\uFE0F?\u20E3")
 EMOJI_RUN = re.compile(rf"(?:[ \t]*(?:{EMOJI.pattern}))+")
 
-# A face drawn with spaces and combining marks: ( ͡° ͜ʖ ͡°), ( ͡ಠ ʖ̯ ͡ಠ). Found in the text
-# before the runs are looked at; a bracketed group only counts with a combining mark in it. The
-# Thai letter ง is the raised fist of (ง'̀-'́)ง: the face went and the fist was refused as Thai.
-SPACED_FACE = re.compile(r"ง?[(（][^()（）\n\d]{1,24}[)）]ง?")
+# A face drawn with spaces and combining marks: ( ͡° ͜ʖ ͡°), ( ͡ಠ ʖ̯ ͡ಠ), or with an eye-mouth-eye
+# face inside: ( ˘▽˘)っ♨, ʕ •ᴥ•ʔ, (ノಠ益ಠ)ノ彡┻━┻ (helper-73: read aloud, or refused as Japanese).
+# Found in the text before the runs are looked at, with the arms and props around it. The Thai
+# letter ง is the raised fist of (ง'̀-'́)ง: the face went and the fist was refused as Thai.
+_ARM_SIGNS = "งっノﾉ彡♨✧゜ﾟ┻━┳︵ヽ"
+_ARM = rf"(?:[{_ARM_SIGNS}]|[^\w\s()（）ʕʔ.,!?;:。！？，；：'\"」』])"  # └(^o^)┘: not the sentence's own marks
+SPACED_FACE = re.compile(rf"([ \t]*)({_ARM}{{0,3}}[(（ʕ][^()（）ʕʔ\n\d]{{1,24}}[)）ʔ]{_ARM}{{0,6}})")  # (blanks, face)
+# Signs a drawing uses as eyes, mouths, brackets and arms: not counted as letters of words.
+_DRAWING = set(_EYES) | set(_MOUTHS) | set(_ARM_SIGNS) | set("ʕʔ")
 
 
 def is_emoticon(run: str) -> bool:
@@ -62,10 +67,10 @@ def is_emoticon(run: str) -> bool:
 
 
 def is_spaced_face(group: str) -> bool:
-    """True for a :data:`SPACED_FACE` match drawn with combining marks: at least one, and letters
-    no more than half of what is not a space (``( ͡° ͜ʖ ͡°)``, ``( ͡ಠ ʖ̯ ͡ಠ)``; not ``(a b)`` or a
-    decomposed ``(café)``)."""
+    """True for a :data:`SPACED_FACE` match drawn with combining marks or holding an eye-mouth-eye
+    face, whose letters (other than the drawing's signs) are no more than half of what is not a
+    space (``( ͡° ͜ʖ ͡°)``, ``( ˘▽˘)っ♨``, ``ʕ •ᴥ•ʔ``; not ``(a b)`` or a decomposed ``(café)``)."""
     drawn = [ch for ch in group if not ch.isspace()]
     marks = sum(unicodedata.category(ch) == "Mn" for ch in drawn)
-    letters = sum(ch.isalpha() for ch in drawn)
-    return marks > 0 and letters * 2 <= len(drawn)
+    letters = sum(ch.isalpha() and ch not in _DRAWING for ch in drawn)
+    return (marks > 0 or re.search(_FACE, group) is not None) and letters * 2 <= len(drawn)

@@ -378,10 +378,12 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         return "" if following in ".,!?;:。！？，；：" else " "  # "shipped it 🚀!" -> "shipped it!"
 
     def spaced_face(m: re.Match) -> str:
-        if not emoticons.is_spaced_face(m.group()):
+        blanks, face = m.group(1), m.group(2)
+        if not emoticons.is_spaced_face(face):
             return m.group()
-        note(f"{m.group()} (an emoticon)")
-        return " "
+        note(f"{face} (an emoticon)")
+        following = m.string[m.end():m.end() + 1]
+        return "" if following in ".,!?;:。！？，；：" else (blanks or " ")  # "Lovely ʕ•ᴥ•ʔ." -> "Lovely."
 
     def control_marker(m: re.Match) -> str:
         note(f"{m.group()} (a model's control marker)")
