@@ -225,9 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
 
     def stopped() -> None:
+        from gradio.utils import get_upload_folder
+
+        from cosyvoice_ui.temp_files import remove_empty_folders
         from cosyvoice_ui.ui.ffmpeg import remove_private_ffmpeg
 
         remove_private_ffmpeg()
+        remove_empty_folders(get_upload_folder())  # Gradio deleted their files at its shutdown
         log_throttle.flush_all()  # counts of the last minute, before the last line
         log.info("stopped: %s; exiting", "no worker was running" if no_worker.is_set() else "the worker has ended")
 

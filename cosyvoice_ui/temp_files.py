@@ -68,6 +68,26 @@ def sweep_abandoned_uploads(folder: str, ttl_s: float, now: float | None = None)
     return deleted
 
 
+def remove_empty_folders(folder: str) -> int:
+    """Remove Gradio's empty subfolders of ``folder``: the hashed ones (64 hex digits) each upload
+    and result was kept in, and its ``vibe_edit_history``. At shutdown, after Gradio deleted the
+    files: they stayed, 5 and 11 after two runs, until a later start's sweep (helper-73). Other
+    folders are left (``GRADIO_TEMP_DIR`` may be shared). Returns how many were removed."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if _hash_folder(entry) or (entry.name == "vibe_edit_history" and entry.is_dir(follow_symlinks=False)):
+            try:
+                os.rmdir(entry.path)  # only if empty
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
 _upload_ttl_s: float | None = None  # set by start_upload_sweeper: the running app's --temp-file-ttl
 
 

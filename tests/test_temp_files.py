@@ -70,6 +70,9 @@ def test_temp_files_are_deleted_when_the_server_stops(tmp_path):
     # on the way out could let two later copies each lock a file of that name.
     left = gh.files_under(app.temp_dir)
     assert set(left) <= {".cosyvoice_ui.lock"}, left
+    # Nor the empty folders Gradio kept each file in (one per upload and result; helper-73).
+    folders = [str(p.relative_to(app.temp_dir)) for p in app.temp_dir.rglob("*") if p.is_dir()]
+    assert not folders, folders
 
 
 @pytest.mark.xfail(not HAS_TTL_FLAG, strict=True,
