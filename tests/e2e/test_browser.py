@@ -62,6 +62,16 @@ def _shot(page, name):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def _log_in(page, url: str, user: str, password: str) -> None:
+    """Open the page under --auth and log in through Gradio's form."""
+    page.goto(url)
+    page.locator("input[type=password]").wait_for(timeout=30_000)
+    page.locator("input[type=text]").first.fill(user)
+    page.locator("input[type=password]").fill(password)
+    page.get_by_role("button", name=re.compile("login", re.I)).click()
+    page.wait_for_selector("#generate", timeout=30_000)
+
+
 def _stats_text(page):
     return page.locator("#stats").inner_text()
 
@@ -482,12 +492,7 @@ def test_cosyvoice_streaming_plays_in_the_page(browser, tmp_path):
     try:
         app.wait_healthy(120, token="tok")
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(app.url)
-        page.locator("input[type=password]").wait_for(timeout=30_000)
-        page.locator("input[type=text]").first.fill("alice")
-        page.locator("input[type=password]").fill("pw-for-the-stream")
-        page.get_by_role("button", name=re.compile("login", re.I)).click()
-        page.wait_for_selector("#generate", timeout=30_000)
+        _log_in(page, app.url, "alice", "pw-for-the-stream")
         assert "[breath]" in page.locator("#inline_tags").inner_text()
         page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "cv_zero_shot_prompt.wav"))
         page.locator("#prompt_text textarea").fill("希望你以后能够做的比我还好呦。")
@@ -618,6 +623,18 @@ def test_restart_says_what_it_waits_for(browser, tmp_path):
         app.stop()
 
 
+def _drop_connection_until_reloaded(page, offline_ms: int) -> None:
+    """Take the page offline for ``offline_ms``, then wait for Gradio's reload and the note."""
+    page.evaluate("window.__before_reload = true")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    conditions = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", {"offline": True, **conditions})
+    page.wait_for_timeout(offline_ms)
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, **conditions})
+    page.wait_for_function("!window.__before_reload && document.getElementById('connection_note')", timeout=60_000)
+
+
 def test_a_dropped_connection_keeps_the_visitors_text_settings_and_prompt(browser, app):
     """1.5 s offline while a request ran made Gradio reload the page once the server answered
     again: the request was stopped and the text, settings and prompt audio were gone, without a
@@ -630,16 +647,9 @@ def test_a_dropped_connection_keeps_the_visitors_text_settings_and_prompt(browse
     page.locator("#instruction textarea").fill("calm")
     page.locator("#seed input").fill("42")
     page.locator("#seed input").blur()
-    page.evaluate("window.__before_reload = true")
     page.locator("#generate").click()
     page.locator("#stats .eta-bar, #stats .progress-text").first.wait_for(timeout=20_000)
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    offline = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
-    cdp.send("Network.emulateNetworkConditions", {"offline": True, **offline})
-    page.wait_for_timeout(2500)
-    cdp.send("Network.emulateNetworkConditions", {"offline": False, **offline})
-    page.wait_for_function("!window.__before_reload && document.getElementById('connection_note')", timeout=60_000)
+    _drop_connection_until_reloaded(page, 2500)
     note = page.locator("#connection_note").inner_text()
     assert "did not finish" in note and "press Generate" in note and "could not" not in note, note
     assert page.locator("#text textarea").input_value() == text
@@ -665,12 +675,7 @@ def test_a_login_that_ended_is_said_once(browser, tmp_path):
                  env={"FAULT_ENGINE_DIR": str(tmp_path)}) as app:
         context = browser.new_context(viewport={"width": 1400, "height": 1100})
         page = context.new_page()
-        page.goto(app.url)
-        page.locator("input[type=password]").wait_for(timeout=30_000)
-        page.locator("input[type=text]").first.fill("alice")
-        page.locator("input[type=password]").fill("pw-that-ends")
-        page.get_by_role("button", name=re.compile("login", re.I)).click()
-        page.wait_for_selector("#generate", timeout=30_000)
+        _log_in(page, app.url, "alice", "pw-that-ends")
         page.wait_for_timeout(2000)
         assert page.locator("#login_ended").count() == 0, "no note while the login holds"
         other = context.new_page()
@@ -692,14 +697,7 @@ def test_a_dropped_connection_after_a_result_offers_the_result_again(browser, ap
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
     page.wait_for_timeout(6000)  # idle: no request ran in the last seconds
-    page.evaluate("window.__before_reload = true")
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    offline = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
-    cdp.send("Network.emulateNetworkConditions", {"offline": True, **offline})
-    page.wait_for_timeout(3000)
-    cdp.send("Network.emulateNetworkConditions", {"offline": False, **offline})
-    page.wait_for_function("!window.__before_reload && document.getElementById('connection_note')", timeout=60_000)
+    _drop_connection_until_reloaded(page, 3000)
     note = page.locator("#connection_note")
     assert "did not finish" not in note.inner_text() and "text and settings are back" in note.inner_text()
     link = note.locator("a")
