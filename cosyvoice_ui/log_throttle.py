@@ -63,9 +63,9 @@ def flush_all() -> None:
 
 class OncePerMinute:
     """``note(*args)`` logs ``message % args`` plus "(N since the last such line)" (nothing more for
-    N = 1) when a minute has passed since the last line of this kind; otherwise it only counts, and the count is written
-    (with the last occurrence's ``args``) once the minute has passed, whether or not another
-    occurrence comes. Thread-safe."""
+    N = 1) when a minute has passed since the last line of this kind; otherwise it only counts, and
+    the count is written (with the last occurrence's ``args``) once the minute has passed, whether
+    or not another occurrence comes. Thread-safe."""
 
     def __init__(self, logger: logging.Logger, level: int, message: str, every_s: float = EVERY_S) -> None:
         self.logger, self.level, self.message, self.every_s = logger, level, message, every_s

@@ -18,11 +18,11 @@ from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards import failed_uploads
 from .guards.expired_files import ExpiredFiles
+from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
-from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.precise_cancel import PreciseCancel
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult

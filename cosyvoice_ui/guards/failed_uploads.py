@@ -64,7 +64,8 @@ def install() -> None:
                                      "filename (form-data; name=\"files\"; filename=\"prompt.wav\"; an RFC 5987 "
                                      "filename*= alone is not read), as curl -F files=@prompt.wav sends it.")
         # A file under another name ("file", as curl -F file=@x.wav) was answered 200 [] (helper-73).
-        others = sorted({key for key, value in form.multi_items() if key != "files" and isinstance(value, GradioUploadFile)})
+        others = sorted({key for key, value in form.multi_items()
+                         if key != "files" and isinstance(value, GradioUploadFile)})
         if others and not form.getlist("files"):
             delete(opened)
             raise MultiPartException(f"No file in the field 'files': the upload sent {', '.join(map(repr, others))}. "
