@@ -18,9 +18,10 @@ from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards import failed_uploads
 from .guards.expired_files import ExpiredFiles
+from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.http_errors import QuietRequestErrors
-from .guards.login_check import LoginCheck, LoginClientAddress
+from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
 from .guards.precise_cancel import PreciseCancel
@@ -78,6 +79,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
+    app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in
     app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
     app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
                        on_refused=lambda path: handlers.service.record_refusal("refused", STOPPING_MESSAGE)
@@ -120,6 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     atomic_audio_cache.install()  # identical results share one file in Gradio's cache
+    forwarded_prefix.install()  # result links behind a proxy's prefix keep it
     failed_uploads.install()  # an upload that fails midway leaves no partial file
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))

@@ -230,3 +230,26 @@ def test_counts_not_yet_written_are_written_at_shutdown(tmp_path, monkeypatch):
         assert "stopped: the worker has ended" in lines[-1], lines[-3:]
     finally:
         app.stop()
+
+
+def test_one_visitors_logout_leaves_the_others_logged_in(tmp_path, monkeypatch):
+    """--auth has one user name, and Gradio's logout ended every login of it: one visitor's logout
+    logged out all the others, whose next call and result file got 401 (helper-74). Behind a
+    proxy's prefix, the logout's redirect keeps the prefix (it went to the host's root)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("COSYVOICE_UI_AUTH", "alice:s3cret")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy(120)
+        one, other = httpx.Client(timeout=10), httpx.Client(timeout=10)
+        for visitor in (one, other):
+            r = visitor.post(app.url + "login", data={"username": "alice", "password": "s3cret"})
+            assert r.status_code == 200 and visitor.get(app.url + "config").status_code == 200, r.text
+        r = one.get(app.url + "logout", headers={"X-Forwarded-Prefix": "/tts"})
+        assert one.get(app.url + "config").status_code == 401, "the visitor who logged out is out"
+        assert other.get(app.url + "config").status_code == 200, "another visitor was logged out too"
+        assert r.status_code == 302 and r.headers["location"].rstrip("/").endswith("/tts"), r.headers
+        assert other.get(app.url + "logout?all_session=true").status_code == 302
+        assert other.get(app.url + "config").status_code == 401
+    finally:
+        app.stop()

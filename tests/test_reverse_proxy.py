@@ -48,15 +48,18 @@ def test_a_prefix_that_is_not_a_plain_path_is_ignored(app, prefix):
     assert _root(page.text) == app.url.rstrip("/"), (prefix, _root(page.text))
 
 
-def test_a_request_made_through_the_prefix_works_and_its_result_link_has_the_prefix(app):
+@pytest.mark.parametrize("path", ["", "tts/"])
+def test_a_request_made_through_the_prefix_works_and_its_result_link_has_the_prefix(app, path):
+    """A proxy that strips the prefix (the README's nginx example) gave result links without it:
+    404, no visitor could play or download a result (helper-74)."""
     with httpx.Client(timeout=30, headers=PREFIX) as http:
-        uploaded = http.post(app.url + "tts/gradio_api/upload",
+        uploaded = http.post(app.url + path + "gradio_api/upload",
                              files={"files": ("xtts_female.wav", (PROMPTS_DIR / "xtts_female.wav").read_bytes())})
         assert uploaded.status_code == 200, uploaded.text
         data = gh.endpoint_data(app.url, "synthesize", text="through the proxy",
                                 prompt_audio=gh.file_data(uploaded.json()[0]))
-        event_id = http.post(app.url + "tts/gradio_api/call/synthesize", json={"data": data}).json()["event_id"]
-        event, body = gh.parse_sse(http.get(app.url + f"tts/gradio_api/call/synthesize/{event_id}").text)
+        event_id = http.post(app.url + path + "gradio_api/call/synthesize", json={"data": data}).json()["event_id"]
+        event, body = gh.parse_sse(http.get(app.url + path + f"gradio_api/call/synthesize/{event_id}").text)
         assert event == "complete", body
         result = json.loads(body)[0]
         assert result["url"].startswith(app.url + "tts/gradio_api/file="), result["url"]

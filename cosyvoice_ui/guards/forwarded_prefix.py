@@ -38,6 +38,30 @@ def forwarded_prefix(headers) -> str | None:
     return None
 
 
+_installed = False
+
+
+def install() -> None:
+    """Make ``gradio.route_utils.get_root_url`` take the request's ``root_path`` when Gradio passes
+    none: Gradio passes it for the page and its config only, so a result's file link in an
+    answer (queue, ``/call``) and the logout's redirect left the prefix out (a 404 behind the
+    proxy: no visitor could play or download a result; helper-74). Idempotent."""
+    global _installed
+    if _installed:
+        return
+    from gradio import route_utils
+
+    get_root_url = route_utils.get_root_url
+
+    def get_root_url_with_prefix(request, route_path, root_path):
+        if not root_path:
+            root_path = (getattr(request, "scope", None) or {}).get("root_path") or None
+        return get_root_url(request=request, route_path=route_path, root_path=root_path)
+
+    route_utils.get_root_url = get_root_url_with_prefix
+    _installed = True
+
+
 class ForwardedPrefix:
     """Pure ASGI middleware: sets ``scope["root_path"]`` from :func:`forwarded_prefix` for HTTP
     and websocket requests that carry it; others pass untouched."""

@@ -48,6 +48,24 @@ class LoginClientAddress:
         await self.app(scope, receive, send)
 
 
+class LogoutThisSessionOnly:
+    """Pure ASGI middleware: ``GET .../logout`` ends only the caller's login.
+
+    Gradio's logout (``all_session=True`` by default) deletes every login of that user name, and
+    ``--auth`` has one user: one visitor's logout logged out every other visitor, whose next call
+    and result file got 401 (helper-74). The query is rewritten to ``all_session=false``."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/").endswith("/logout"):
+            kept = [part for part in scope.get("query_string", b"").split(b"&")
+                    if part and not part.lower().startswith(b"all_session")]
+            scope = {**scope, "query_string": b"&".join([*kept, b"all_session=false"])}
+        await self.app(scope, receive, send)
+
+
 class LoginCheck:
     """``check(username, password) -> bool`` for ``gr.mount_gradio_app(auth=...)``.
 
