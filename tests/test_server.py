@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -137,3 +138,14 @@ def test_free_cache_api(client):
     report = client.predict(api_name="/free_cache")
     assert report["pid"] == before["pid"] and report["rss_after_bytes"] > 0
     assert client.predict(api_name="/status")["pid"] == before["pid"]
+
+
+def test_an_operation_for_everyone_is_logged_with_who_pressed_it(app_server):
+    """Restart and Free cache affect every visitor; the log did not say who pressed them (helper-72)."""
+    from gradio_client import Client
+
+    Client(app_server.url, verbose=False).predict(api_name="/free_cache")
+    deadline = time.monotonic() + 10
+    while "Free cache pressed by 127.0.0.1" not in app_server.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "Free cache pressed by 127.0.0.1" in app_server.log_path.read_text()

@@ -95,6 +95,15 @@ def _session(request: gr.Request | None) -> str | None:
     return getattr(request, "session_hash", None) if request is not None else None
 
 
+def _who(request: gr.Request | None) -> str:
+    """The client's address (uvicorn takes it from a local proxy's X-Forwarded-For) and, under
+    --auth, the user name: for the log lines of operations that affect everyone."""
+    client = getattr(request, "client", None)
+    who = getattr(client, "host", None) or "an unknown address"
+    user = getattr(request, "username", None)
+    return f"{who} (user {user})" if user else who
+
+
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None,
@@ -217,7 +226,7 @@ class Handlers:
             raise gr.Error(_as_text(message) if for_page else message, print_exception=False,
                            duration=None if lasting else 10, title=_title(e)) from None
 
-    def restart(self):
+    def restart(self, request: gr.Request = None):
         """Replace the worker process. Returns the restart report as a dict (JSON), with
         ``since_press_s``: seconds from this press to the end, which also counts the wait for
         the running request (up to ``--restart-grace``; ``waited_for_request`` says whether one
@@ -231,6 +240,8 @@ class Handlers:
                 the application is stopping.
         """
         pressed_at = time.monotonic()
+        # An operator could not tell who restarted the worker for everyone (helper-72).
+        log.info("Restart pressed by %s", _who(request))
         request_running = self.supervisor.status()["in_flight"] is not None
         with self._restart_lock:
             under_way = self._restart_under_way
@@ -281,7 +292,7 @@ class Handlers:
             raise gr.Error(message, print_exception=False, duration=max(1, min(wait_s, 3600)),
                            title="Please wait")
 
-    def restart_ui(self):
+    def restart_ui(self, request: gr.Request = None):
         """The page's Restart: first what the restart waits for, then the report. Gradio's own
         progress showed an estimate from earlier, quicker restarts ("processing | 21.6/2.5s")
         while the press waited for a running request (seventeenth newcomer session)."""
@@ -289,7 +300,7 @@ class Handlers:
         yield formatting.restart_pending_markdown(self.supervisor.status()["in_flight"] is not None,
                                                   self.settings.restart_grace_s)
         try:
-            report = self.restart()
+            report = self.restart(request)
         except gr.Error:
             yield ""
             raise
@@ -302,18 +313,19 @@ class Handlers:
         if api_name and api_name.startswith("synthesize"):
             self.service.record_refusal("refused:input", message, text_chars=text_chars)
 
-    def free_cache(self) -> dict:
+    def free_cache(self, request: gr.Request = None) -> dict:
         """Ask the worker to empty its allocator caches; returns reserved/RSS before and after."""
+        log.info("Free cache pressed by %s", _who(request))
         try:
             return self.supervisor.free_cache()
         except UserFacingError as e:
             raise gr.Error(str(e), print_exception=False) from None
 
-    def free_cache_ui(self):
+    def free_cache_ui(self, request: gr.Request = None):
         """The page's Free cache: what it waits for (a running request), then the report."""
         yield formatting.free_cache_pending_markdown(self.supervisor.status()["in_flight"] is not None)
         try:
-            report = self.free_cache()
+            report = self.free_cache(request)
         except gr.Error:
             yield ""
             raise
