@@ -62,16 +62,35 @@ def install() -> None:
     _installed = True
 
 
+_COOKIE_ROOT_PATH = re.compile(rb"(;\s*[Pp]ath=)/(?=;|$)")
+
+
 class ForwardedPrefix:
     """Pure ASGI middleware: sets ``scope["root_path"]`` from :func:`forwarded_prefix` for HTTP
-    and websocket requests that carry it; others pass untouched."""
+    and websocket requests that carry it; others pass untouched. In their answers, cookies set
+    for ``Path=/`` are set for the prefix (the login token went to every app on a shared host;
+    helper-75), and a redirect to the bare prefix gets its ``/`` (``/tts`` is outside a proxy's
+    ``location /tts/``: the logout landed on a 404; helper-75)."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            prefix = forwarded_prefix(scope.get("headers") or [])
-            if prefix is not None:
-                scope = {**scope, "root_path": prefix}
-        await self.app(scope, receive, send)
+        prefix = forwarded_prefix(scope.get("headers") or []) if scope["type"] in ("http", "websocket") else None
+        if prefix is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_under_prefix(message):
+            if message["type"] == "http.response.start":
+                headers = []
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"set-cookie":
+                        value = _COOKIE_ROOT_PATH.sub(rb"\1" + prefix.encode() + b"/", value)
+                    elif name.lower() == b"location" and value.rstrip(b"/").endswith(prefix.encode()):
+                        value = value.rstrip(b"/") + b"/"
+                    headers.append((name, value))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app({**scope, "root_path": prefix}, receive, send_under_prefix)
