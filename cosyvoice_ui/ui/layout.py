@@ -16,7 +16,10 @@ SPEED_MIN, SPEED_MAX = 0.5, 2.0
 # Gradio gives the plot's chart the block's whole height, although the block's label takes room
 # above it, and clips the block: the legend under the chart (the names of the lines) was cut
 # off. Let it show, with room kept below for it.
-PAGE_CSS = "#memory_plot { overflow: visible !important; margin-bottom: 16px; }"
+PAGE_CSS = ("#memory_plot { overflow: visible !important; margin-bottom: 16px; }\n"
+            # Keyboard focus on the Speed slider and the presets field drew nothing at all (helper-71).
+            "#speed input[type=range]:focus-visible, #presets input:focus-visible "
+            "{ outline: 2px solid #2563eb; outline-offset: 2px; }")
 # Run by the page on load (Gradio takes one function): prompt_upload.js gives recordings that
 # Chromium calls video (.webm) an audio type, names without markup, and stops files over the
 # upload limit with their size; microphone.js says why recording cannot work on plain

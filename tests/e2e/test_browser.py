@@ -704,3 +704,14 @@ def test_a_dropped_connection_after_a_result_offers_the_result_again(browser, ap
     assert link.inner_text() == "Download the last result."
     response = page.request.get(link.get_attribute("href"))
     assert response.status == 200 and response.body()[:4] == b"RIFF"
+
+
+def test_keyboard_focus_is_visible_on_the_slider_and_the_presets(browser, app):
+    """Tabbing to the Speed slider and the presets field drew no outline and no shadow (helper-71)."""
+    page = _page(browser, app)
+    for selector in ("#speed input[type=range]", "#presets input"):
+        page.locator(selector).first.focus()
+        style = page.evaluate("""(s) => { const e = document.querySelector(s);
+                                          return e.matches(':focus-visible') ? getComputedStyle(e).outlineStyle : 'not focused'; }""",
+                              selector)
+        assert style == "solid", (selector, style)
