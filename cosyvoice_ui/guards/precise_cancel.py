@@ -67,7 +67,7 @@ class PreciseCancel:
             owner = self.owner_of(str(payload["event_id"]))
             # An unknown id too: Gradio answered {"success": true} for it, so a caller was told a
             # cancel worked that did nothing, and the two answers told an outsider which ids were live.
-            if owner is None or owner != payload["session_hash"]:
+            if owner != payload["session_hash"]:  # None too: an id Gradio does not know
                 await answer_json(send, 404, NOT_YOURS)
                 return
             cancelled = await cancel_task_named(task_name)

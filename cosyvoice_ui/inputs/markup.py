@@ -253,6 +253,9 @@ def _line_as_sentence(line: str) -> str:
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 
+# The sentence's own punctuation, kept when a face or emoji before it is left out.
+_SENTENCE_MARKS = ".,!?;:。！？，；："
+
 def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """``text`` without markup an engine would read aloud.
 
@@ -358,7 +361,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         space, quoted = m.group(1), m.group(2)
         opening = quoted[: len(quoted) - len(quoted.lstrip(_OPENING_QUOTES))]  # '"^_^"' is a face in quotes
         word = quoted[len(opening):]
-        run = word.rstrip(".,!?;:。！？，；：" + _CLOSING_QUOTES)  # the sentence's own punctuation stays
+        run = word.rstrip(_SENTENCE_MARKS + _CLOSING_QUOTES)  # the sentence's own punctuation stays
         if emoticons.is_emoticon(run):
             pass
         elif emoticons.is_emoticon(word):  # ";_;" ends in a sign that is also punctuation
@@ -375,7 +378,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
         for found in emoticons.EMOJI.finditer(m.group()):
             note(f"{found.group()} (an emoji)")
         following = m.string[m.end():m.end() + 1]
-        return "" if following in ".,!?;:。！？，；：" else " "  # "shipped it 🚀!" -> "shipped it!"
+        return "" if following in _SENTENCE_MARKS else " "  # "shipped it 🚀!" -> "shipped it!"
 
     def spaced_face(m: re.Match) -> str:
         blanks, face = m.group(1), m.group(2)
@@ -383,7 +386,7 @@ def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str,
             return m.group()
         note(f"{face} (an emoticon)")
         following = m.string[m.end():m.end() + 1]
-        return "" if following in ".,!?;:。！？，；：" else (blanks or " ")  # "Lovely ʕ•ᴥ•ʔ." -> "Lovely."
+        return "" if following in _SENTENCE_MARKS else (blanks or " ")  # "Lovely ʕ•ᴥ•ʔ." -> "Lovely."
 
     def control_marker(m: re.Match) -> str:
         note(f"{m.group()} (a model's control marker)")
