@@ -256,6 +256,7 @@ _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-
 # The sentence's own punctuation, kept when a face or emoji before it is left out.
 _SENTENCE_MARKS = ".,!?;:。！？，；："
 
+
 def remove_markup(text: str, performed_tags: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """``text`` without markup an engine would read aloud.
 
