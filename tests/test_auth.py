@@ -121,7 +121,10 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
         if warns:  # serving the network: its names are not known here
             assert foreign.status_code == 200, foreign.text
         else:
-            assert foreign.status_code == 403 and "--allowed-host" in foreign.json()["detail"], foreign.text
+            detail = foreign.json()["detail"]
+            assert foreign.status_code == 403 and "--allowed-host" in detail, foreign.text
+            # A visitor on another machine is told what works from there (helper-72).
+            assert "From another machine" in detail and f"ssh -L {app.port}:127.0.0.1:{app.port}" in detail, detail
         for host in (f"localhost:{app.port}", f"127.0.0.1:{app.port}", f"localhost.:{app.port}"):  # last: helper-54
             assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == 200, host
     finally:

@@ -73,3 +73,37 @@ def test_the_upload_limit_holds_under_a_prefix(app):
     r = httpx.post(app.url + "tts/gradio_api/upload", content=body, timeout=30,
                    headers={**PREFIX, "Content-Type": "multipart/form-data; boundary=x"})
     assert r.status_code == 413 and "Upload too large" in r.text, (r.status_code, r.text[:300])
+
+
+@pytest.mark.parametrize("path", ["", "tts/"])
+@pytest.mark.parametrize("route", ["gradio_api/queue/join/", "gradio_api/upload/"])
+def test_a_trailing_slash_redirect_keeps_the_prefix(app, path, route):
+    """Starlette redirects a path with a stray ``/`` to the path without it, and named that path
+    without the prefix: through the proxy the redirect left the app (helper-74)."""
+    r = httpx.post(app.url + path + route, headers=PREFIX, timeout=10, follow_redirects=False)
+    assert r.status_code == 307, (r.status_code, r.text[:200])
+    assert httpx.URL(r.headers["location"]).path == "/tts/" + route.rstrip("/"), r.headers["location"]
+    # Without the header the app's own address is left as it was.
+    r = httpx.post(app.url + route, timeout=10, follow_redirects=False)
+    assert httpx.URL(r.headers["location"]).path == "/" + route.rstrip("/"), r.headers["location"]
+
+
+def test_a_redirect_to_another_host_is_left_alone():
+    from cosyvoice_ui.guards.forwarded_prefix import location_under_prefix
+
+    scope = {"headers": [(b"host", b"127.0.0.1:7860")]}
+    assert location_under_prefix("https://login.example/x", "/tts", scope) == "https://login.example/x"
+    assert location_under_prefix("http://127.0.0.1:7860/tts", "/tts", scope) == "http://127.0.0.1:7860/tts/"
+    assert location_under_prefix("/gradio_api/info", "/tts", scope) == "/tts/gradio_api/info"
+
+
+@pytest.mark.parametrize("path", ["tts/", ""])
+def test_a_cancel_is_one_only_on_its_own_route(app, path):
+    """The cancel guard took any path ending in /gradio_api/cancel for a cancel: an unroutable one
+    was answered 401 "Not authenticated" without --auth (helper-74). Gradio's 404 now; under the
+    prefix the cancel is still checked (an id no one has: the guard's 404 and message)."""
+    body = {"session_hash": "x" * 12, "fn_index": 0, "event_id": "0" * 32}
+    r = httpx.post(app.url + "elsewhere/gradio_api/cancel", json=body, timeout=10)
+    assert r.status_code == 404 and "No request with that event id" not in r.text, (r.status_code, r.text)
+    r = httpx.post(app.url + path + "gradio_api/cancel", json=body, headers=PREFIX, timeout=10)
+    assert r.status_code == 404 and "No request with that event id" in r.text, (r.status_code, r.text)

@@ -18,6 +18,7 @@ its own answers.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~\-][A-Za-z0-9._~\-]*)+")
 
@@ -62,6 +63,33 @@ def install() -> None:
     _installed = True
 
 
+def location_under_prefix(location: str, prefix: str, scope) -> str:
+    """A redirect's ``Location`` for a request that came through the prefix: a path of this app
+    that lacks the prefix gets it (Starlette's trailing-slash redirect, ``POST /tts/.../join/`` ->
+    ``307 /gradio_api/queue/join``, left the proxy; helper-74), and the bare prefix gets its ``/``
+    (``/tts`` is outside a proxy's ``location /tts/``: the logout landed on a 404; helper-75).
+    A redirect to another host is left as it is.
+
+    Args:
+        location: the header's value, a URL or an absolute path.
+        prefix: the prefix, e.g. ``/tts`` (no trailing ``/``).
+        scope: the request's ASGI scope, for its ``Host`` and ``X-Forwarded-Host``.
+    """
+    parts = urlsplit(location)
+    if parts.netloc:
+        headers = dict(scope.get("headers") or ())
+        own = {headers.get(b"host", b"").decode("latin-1"),
+               headers.get(b"x-forwarded-host", b"").decode("latin-1").split(",")[0].strip()}
+        if parts.netloc not in own:
+            return location
+    path = parts.path
+    if path.rstrip("/") == prefix:
+        path = prefix + "/"
+    elif path.startswith("/") and not path.startswith(prefix + "/"):
+        path = prefix + path
+    return urlunsplit(parts._replace(path=path))
+
+
 _COOKIE_ROOT_PATH = re.compile(rb"(;\s*[Pp]ath=)/(?=;|$)")
 
 
@@ -69,8 +97,7 @@ class ForwardedPrefix:
     """Pure ASGI middleware: sets ``scope["root_path"]`` from :func:`forwarded_prefix` for HTTP
     and websocket requests that carry it; others pass untouched. In their answers, cookies set
     for ``Path=/`` are set for the prefix (the login token went to every app on a shared host;
-    helper-75), and a redirect to the bare prefix gets its ``/`` (``/tts`` is outside a proxy's
-    ``location /tts/``: the logout landed on a 404; helper-75)."""
+    helper-75), and redirects stay under it (:func:`location_under_prefix`)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -87,8 +114,8 @@ class ForwardedPrefix:
                 for name, value in message.get("headers", []):
                     if name.lower() == b"set-cookie":
                         value = _COOKIE_ROOT_PATH.sub(rb"\1" + prefix.encode() + b"/", value)
-                    elif name.lower() == b"location" and value.rstrip(b"/").endswith(prefix.encode()):
-                        value = value.rstrip(b"/") + b"/"
+                    elif name.lower() == b"location":
+                        value = location_under_prefix(value.decode("latin-1"), prefix, scope).encode("latin-1")
                     headers.append((name, value))
                 message = {**message, "headers": headers}
             await send(message)

@@ -63,9 +63,13 @@ class LoopbackHostOnly:
 
     async def _refuse(self, scope, send, header: str) -> None:
         names = ", ".join(["localhost", "127.0.0.1", "[::1]", *sorted(self.allowed)])
+        # The 127.0.0.1 address alone misled a visitor on another machine, where it is their own
+        # (helper-72): the message says what works from where.
         message = (f"This app serves this machine only and answers to {names}; the request "
-                   f"named the host {header[:100]!r}. Open http://127.0.0.1:{self.port}/ instead, or, for a reverse "
-                   f"proxy that passes its own host name, start the app with --allowed-host NAME.")
+                   f"named the host {header[:100]!r}. On the machine it runs on, open "
+                   f"http://127.0.0.1:{self.port}/. From another machine, use an SSH tunnel "
+                   f"(ssh -L {self.port}:127.0.0.1:{self.port} HOST) or ask whoever runs it to start it with "
+                   f"--host 0.0.0.0; a reverse proxy that passes its own host name needs --allowed-host NAME.")
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return

@@ -50,8 +50,7 @@ class PreciseCancel:
         self.app, self.owner_of = app, owner_of
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").endswith(
-                "/gradio_api/cancel"):
+        if scope["type"] != "http" or scope.get("method") != "POST" or route_path(scope) != "/gradio_api/cancel":
             await self.app(scope, receive, send)
             return
         body = await read_body(receive)
@@ -74,6 +73,16 @@ class PreciseCancel:
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
         await self.app(with_length(scope, len(body)), replay(body, receive), send)
+
+
+def route_path(scope) -> str:
+    """The path Starlette routes by: the request's path without its root path (a proxy's prefix,
+    ``guards/forwarded_prefix.py``) when the proxy kept it. Matching the path's end instead took
+    ``/anything/gradio_api/cancel`` for a cancel and answered it 401 without --auth (Gradio: 404;
+    helper-74)."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root + "/") else path
+
 
 async def cancel_task_named(name: str) -> int:
     """Cancel the running asyncio tasks called ``name`` and wait until they have unwound (as
