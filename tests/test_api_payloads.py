@@ -381,6 +381,10 @@ def test_a_broken_multipart_upload_is_a_400_and_one_log_line(app):
             r = http.post(app.url + "gradio_api/upload", content=b"--x\r\nnonsense\r\n\r\n",
                           headers={"Content-Type": "multipart/form-data; boundary=x"})
             assert r.status_code == 400 and "not a well-formed multipart form" in r.text, (r.status_code, r.text)
+        # A 5,000-character file name was told "Headers exceeded maximum allowed size." (helper-74).
+        body, headers = _multipart(('name="files"; filename="' + "a" * 5000 + '.wav"', b"RIFF"))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 413 and "Rename the file to a shorter name" in r.text, (r.status_code, r.text)
     lines = [line for line in log.new_lines() if "python_multipart" in line]
     assert len(lines) <= 1, "\n".join(lines)
 

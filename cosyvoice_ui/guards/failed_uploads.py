@@ -21,6 +21,9 @@ import contextlib
 import os
 
 _installed = False
+HEADERS_TOO_LONG = ("An upload part's headers exceeded the maximum allowed size (4 KiB a header line): a file "
+                    "name thousands of characters long does this. Rename the file to a shorter name (under 255 "
+                    "characters) and upload it again.")
 
 
 def install() -> None:
@@ -53,6 +56,10 @@ def install() -> None:
             if cause is not None and "maximum allowed size" in e.message and "exceed" not in str(cause).lower():
                 raise MultiPartException(f"The upload is not a well-formed multipart form ({cause}); send the "
                                          "file as multipart/form-data in the field 'files'.") from cause
+            if e.message.startswith("Headers exceeded"):
+                # Said as Gradio says it, a 5,000-character file name left the sender guessing (helper-74).
+                # The words "maximum allowed size" keep Gradio's 413.
+                raise MultiPartException(HEADERS_TOO_LONG) from cause
             raise
         except BaseException:
             delete(getattr(self, "_files_to_close_on_error", ()))
