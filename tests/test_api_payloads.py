@@ -321,6 +321,20 @@ def test_an_unknown_fn_index_is_named_not_a_bare_500(app, path, body):
     assert f"No event has fn_index {body['fn_index']}" in r.text and "/synthesize" in r.text, r.text
 
 
+def test_a_join_with_an_empty_session_hash_is_told_so_and_the_server_goes_on(app):
+    """An empty session_hash got "404 No event has fn_index '<random id>'" and a traceback in the
+    log (Gradio filed the event under its own id; helper-76): a 400 that says what the field needs."""
+    log = LogWatch(app)
+    fn_index = next(d["id"] for d in httpx.get(app.url + "config", timeout=30).json()["dependencies"]
+                    if d.get("api_name") == "synthesize")
+    body = {"data": gh.endpoint_data(app.url, "synthesize", text="Hi."), "fn_index": fn_index, "session_hash": ""}
+    r = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=30)
+    assert r.status_code == 400 and "The session_hash is empty" in r.text, (r.status_code, r.text)
+    time.sleep(1.0)
+    assert not any("Traceback" in line for line in log.new_lines())
+    assert Client(app.url, verbose=False).predict(api_name="/status")["state"] in ("ready", "busy")
+
+
 def test_a_page_event_without_an_api_twin_is_not_offered_as_the_way(app):
     """"POST /gradio_api/call/lambda is not served ... use POST /gradio_api/call/lambda" (helper-51)."""
     private = [name for name in _private_event_names(app) if name not in ("synthesize_page", "restart_ui",

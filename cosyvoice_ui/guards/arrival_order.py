@@ -6,16 +6,23 @@ tab's third Generate ran before its second and the page kept the older result un
 text (helper-52). The number, taken here in arrival order, travels in a request header
 (:data:`ARRIVAL_HEADER`) that Gradio hands to the handler with the request; the synthesis
 service then queues a session's requests in that order (``SynthesisService.turn``).
+
+A join with an empty ``session_hash`` is refused here (400): Gradio files its event under the
+event's own id and its messages under "", so its lookup failed (KeyError), the caller got a 404
+naming a random id as an ``fn_index`` and the log a traceback (helper-76).
 """
 
 from __future__ import annotations
 
 import json
 
-from .asgi_requests import read_body, replay, with_length
+from .asgi_requests import answer_json, read_body, replay, with_length
 
 ARRIVAL_HEADER = "x-cosyvoice-ui-arrival"
 _HEADER = ARRIVAL_HEADER.encode()
+EMPTY_SESSION = ("The session_hash is empty: a join needs an id of its own for its session, the same one the "
+                 "client then reads with GET /gradio_api/queue/data?session_hash=... (gradio_client and the page "
+                 "make one; any random string of letters and digits does).")
 
 
 class NumberArrivals:
@@ -48,6 +55,9 @@ class NumberArrivals:
             session, fn_index = payload.get("session_hash"), payload.get("fn_index")
         except (ValueError, AttributeError):
             session = fn_index = None  # Gradio answers a malformed body itself
+        if session == "":
+            await answer_json(send, 400, EMPTY_SESSION)
+            return
         if isinstance(session, str) and session and isinstance(fn_index, int) and fn_index in self.numbered:
             scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))
         await self.app(with_length(scope, len(body)), replay(body, receive), send)
