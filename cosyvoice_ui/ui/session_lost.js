@@ -32,9 +32,22 @@
     no_prompt_back: "Your text and settings are back",
     last_result: "Download the last result.",
   };
-  const KEY = "cosyvoice_ui.connection_lost";
+  // sessionStorage belongs to the origin, not to this app: another app on the same host (/other/
+  // beside /tts/) or a second copy could write this entry (helper-76). It is kept per app path,
+  // and what is read back is checked: links only to this app's own files, numbers as numbers.
+  const BASE = location.pathname.replace(/[^/]*$/, "");
+  const KEY = "cosyvoice_ui.connection_lost:" + BASE;
   const FIELDS = {text: "#text textarea", instruction: "#instruction textarea", prompt_text: "#prompt_text textarea",
                   speed: "#speed input[type=number]", seed: "#seed input"};
+  const VALID = {speed: /^\d{1,3}(\.\d{1,6})?$/, seed: /^-?\d{1,20}$/};
+  const ownFile = (href) => {
+    try {
+      const url = new URL(href, location.href);
+      return url.origin === location.origin && url.pathname.startsWith(BASE + "gradio_api/file=");
+    } catch (err) {
+      return false;
+    }
+  };
 
   // -- the login ended ----------------------------------------------------------------------
   let toldLoggedOut = false;
@@ -93,13 +106,19 @@
     const saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
     sessionStorage.removeItem(KEY);
     if (!saved || Date.now() - saved.at > 15 * 60 * 1000) return;
+    const fields = saved.fields || {};
     for (const [name, selector] of Object.entries(FIELDS)) {
       const el = document.querySelector(selector);
-      if (el && typeof saved.fields[name] === "string" && el.value !== saved.fields[name]) setValue(el, saved.fields[name]);
+      const value = fields[name];
+      if (!el || typeof value !== "string" || el.value === value) continue;
+      if (VALID[name] && !VALID[name].test(value)) continue;
+      setValue(el, value);
     }
     let text = saved.running ? TEXT.restored_running : TEXT.restored;
     const noPrompt = () => { text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back) + " " + TEXT.no_prompt; };
-    if (saved.prompt) {
+    if (saved.prompt && !ownFile(saved.prompt)) {
+      noPrompt();
+    } else if (saved.prompt) {
       try {
         const response = await fetch(saved.prompt);
         if (!response.ok) throw new Error(String(response.status));
@@ -120,7 +139,7 @@
       text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back);
     }
     const el = note("connection_note", text, document.getElementById("generate"));
-    if (el && saved.result && /^https?:/.test(saved.result)) {
+    if (el && typeof saved.result === "string" && ownFile(saved.result)) {
       const link = document.createElement("a");
       link.href = saved.result;
       link.download = "";

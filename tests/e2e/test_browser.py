@@ -715,3 +715,25 @@ def test_keyboard_focus_is_visible_on_the_slider_and_the_presets(browser, app):
                                           return e.matches(':focus-visible') ? getComputedStyle(e).outlineStyle : 'not focused'; }""",
                               selector)
         assert style == "solid", (selector, style)
+
+
+def test_a_planted_restore_entry_brings_back_no_foreign_link_and_no_bad_number(browser, app):
+    """The restore trusted what sessionStorage held, and that belongs to the origin: another app on
+    the same host could plant an entry whose note linked to any site, whose prompt was fetched
+    from any URL, and whose speed "abc" became 0.5 (helper-76). Only this app's own file links and
+    numbers come back; text does."""
+    page = _page(browser, app)
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.evaluate("""() => sessionStorage.setItem('cosyvoice_ui.connection_lost:/', JSON.stringify({
+        at: Date.now(), running: false, prompt: 'https://evil.example/x.wav', result: 'https://evil.example/phish',
+        fields: {text: 'Planted text comes back.', speed: 'abc', seed: '1e9999'}}))""")
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    assert note.locator("a").count() == 0, note.inner_html()
+    assert "could not be brought back" in note.inner_text(), note.inner_text()
+    assert page.locator("#text textarea").input_value() == "Planted text comes back."
+    assert page.locator("#speed input[type=number]").input_value() == "1"
+    assert page.locator("#seed input").input_value() == "-1"
+    assert not [url for url in asked if "evil.example" in url], asked
