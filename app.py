@@ -209,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
                     " over IPv6 only (IPv4 clients cannot connect; --host 0.0.0.0 serves IPv4)" if ipv6 else "",
                     "" if settings.auth else ", without authentication (see --auth)",
                     "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
+    elif settings.allowed_hosts and not settings.metrics_token:
+        # Behind a proxy the app is as public as the proxy makes it, and --auth leaves these two
+        # routes open: a public demo showed its disk figures, queue and pids to anyone (helper-76).
+        log.warning("answering to %s through a reverse proxy: /healthz and /metrics (the queue, pids, the "
+                    "temporary folder's free space) are open to whoever the proxy lets through, --auth or not; "
+                    "--metrics-token closes them", ", ".join(settings.allowed_hosts))
     drained = threading.Event()
 
     no_worker = threading.Event()  # unloaded when the drain began: "the worker has ended" would be wrong

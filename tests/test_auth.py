@@ -141,6 +141,9 @@ def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
             assert httpx.get(app.url + "config", headers={"Host": host}).status_code == 200, host
         refused = httpx.get(app.url + "config", headers={"Host": "other.example.org"})
         assert refused.status_code == 403 and "voices.example.org" in refused.json()["detail"], refused.text
+        # A public demo behind the proxy showed its disk figures, queue and pids on /healthz and
+        # /metrics to anyone, --auth or not: the log says so (helper-76).
+        assert "/healthz and /metrics (the queue, pids" in app.log_path.read_text()
     finally:
         app.stop()
 
