@@ -103,9 +103,13 @@
     el.dispatchEvent(new Event("blur", {bubbles: true}));
   };
   const restore = async () => {
-    const saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
+    let saved = null;
+    try {
+      saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
+    } catch (err) {  // not this page's entry
+    }
     sessionStorage.removeItem(KEY);
-    if (!saved || Date.now() - saved.at > 15 * 60 * 1000) return;
+    if (!saved || typeof saved !== "object" || !(Date.now() - saved.at < 15 * 60 * 1000)) return;
     const fields = saved.fields || {};
     for (const [name, selector] of Object.entries(FIELDS)) {
       const el = document.querySelector(selector);

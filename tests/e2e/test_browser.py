@@ -737,3 +737,12 @@ def test_a_planted_restore_entry_brings_back_no_foreign_link_and_no_bad_number(b
     assert page.locator("#speed input[type=number]").input_value() == "1"
     assert page.locator("#seed input").input_value() == "-1"
     assert not [url for url in asked if "evil.example" in url], asked
+    # An entry that is not JSON at all is dropped without an error.
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.evaluate("() => sessionStorage.setItem('cosyvoice_ui.connection_lost:/', '{not json')")
+    page.reload()
+    page.locator("#generate").wait_for(timeout=30_000)
+    page.wait_for_timeout(2000)
+    assert not errors and page.locator("#connection_note").count() == 0, errors
+    assert page.evaluate("() => sessionStorage.getItem('cosyvoice_ui.connection_lost:/')") is None
