@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
-    from cosyvoice_ui.server import build_app, end_streams
+    from cosyvoice_ui.server import build_app, close_joins, end_streams, undelivered_answers
     from cosyvoice_ui.guards.slow_clients import DeadlineH11Protocol
     from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
 
@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                                             timeout_graceful_shutdown=5, http=DeadlineH11Protocol),
                             drain, stopped, listening,
-                            end_streams=lambda: end_streams(app),
+                            end_streams=lambda: end_streams(app), undelivered=lambda: undelivered_answers(app),
+                            close_joins=lambda: close_joins(app),
                             abort=lambda: supervisor.kill_worker("ended by the app on a second Ctrl-C"))
     interrupted = False
     try:
@@ -317,6 +318,10 @@ def _signals_end_loading():
             signal.signal(sig, old)
 
 
+# At most this long for answers still on their way at shutdown (a client that left never reads its own).
+ANSWERS_LEAVE_S = 3.0
+
+
 class DrainingServer(uvicorn.Server):
     """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT/SIGHUP the supervisor stops taking
     requests, fails queued ones with a retry hint and lets the running one finish (bounded), while
@@ -328,9 +333,10 @@ class DrainingServer(uvicorn.Server):
     the end of the shutdown instead, so the log always ends with a "stopped" line."""
 
     def __init__(self, config: uvicorn.Config, drain, stopped, listening, end_streams=lambda: None,
-                 abort=lambda: None) -> None:
+                 abort=lambda: None, undelivered=lambda: 0, close_joins=lambda: None) -> None:
         super().__init__(config)
         self._end_streams = end_streams
+        self._undelivered, self._close_joins = undelivered, close_joins
         self._abort = abort
         self._exit_lock = threading.Lock()
         self._drain = drain
@@ -369,6 +375,13 @@ class DrainingServer(uvicorn.Server):
             self._listening()
 
     async def shutdown(self, sockets=None) -> None:
+        # Answers still on their way go out before the streams end (ending them replaces each with
+        # "Server stopped unexpectedly."; helper-77). Meanwhile a new request is refused at the
+        # door: one joined now would be answered on a stream its client has yet to open.
+        self._close_joins()
+        deadline = time.monotonic() + ANSWERS_LEAVE_S
+        while self._undelivered() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         self._end_streams()  # open tabs' heartbeats would hold the shutdown for its whole timeout
         await super().shutdown(sockets=sockets)
         self._drain()  # no-op when already drained

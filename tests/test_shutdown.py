@@ -519,3 +519,58 @@ def _answers(url: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - not up yet
         return False
+
+
+def test_every_request_sent_during_a_shutdown_gets_its_answer(tmp_path, monkeypatch):
+    """Four clients kept sending through gradio_client while the app shut down: a request that
+    joined in the drain's last moments was refused in the ledger while its client got an empty
+    CancelledError (Gradio's stream, once closed, replaces a waiting answer with "Server stopped
+    unexpectedly"; helper-77, 2 of 25 refusals). Every refusal now reaches its client with words,
+    as many as the ledger has."""
+    import json
+    from collections import Counter
+
+    import httpx
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    ledger = tmp_path / "ledger.jsonl"
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--ledger", str(ledger))
+    outcomes: list[str] = []
+    try:
+        app.wait_healthy()
+
+        def client(n: int) -> None:
+            c = Client(app.url, verbose=False)
+            for i in range(200):
+                try:
+                    c.predict(text=f"sleep:0.3 client {n} request {i}", api_name="/synthesize")
+                    outcomes.append("ok")
+                except (httpx.ConnectError, ConnectionError):  # the server has gone: nothing was taken
+                    return
+                except Exception as e:  # noqa: BLE001
+                    message = str(e)
+                    if "shutting down" in message or "Queue is full" in message:
+                        outcomes.append("refused")
+                    elif "may be sent again" in message:
+                        outcomes.append("shutdown")
+                    else:
+                        outcomes.append(f"{type(e).__name__}: {message!r}")
+                if app.proc.poll() is not None:
+                    return
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        wait_for(lambda: len(outcomes) >= 8, 60, "the clients to be served")
+        app.proc.send_signal(signal.SIGTERM)
+        assert app.proc.wait(timeout=60) == -signal.SIGTERM
+        for t in threads:
+            t.join(60)
+        unexplained = [o for o in outcomes if o not in ("ok", "refused", "shutdown")]
+        assert not unexplained, (unexplained, Counter(outcomes))
+        ledgered = Counter(json.loads(line)["outcome"] for line in ledger.read_text().splitlines())
+        assert ledgered == Counter(outcomes), (ledgered, Counter(outcomes))
+        log = app.log_path.read_text()
+        assert "Traceback" not in log and "graceful shutdown exceeded" not in log, log[-3000:]
+    finally:
+        app.stop()

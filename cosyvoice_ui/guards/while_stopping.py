@@ -6,14 +6,18 @@ server could close before the client's GET came: the last requests of each clien
 and then an empty result, with no word of whether to retry (helper-60, one SIGTERM). A POST in
 the drain is answered here instead, in the same response, with ``Retry-After``. The page and
 ``gradio_client`` (``queue/join``) keep their in-event answer, which reaches them on their open
-stream.
+stream, until the last moments of the shutdown: then a join is refused here too (503), since the
+stream its answer would take is about to end (helper-77: the ledger said "refused" and the client
+got an empty error). gradio_client words a 503 on a join as "Queue is full! Please try again.",
+the page as "This application is currently busy. Please try again."
 """
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
-from .asgi_requests import answer_json
+from .asgi_requests import answer_json, read_body
 
 MESSAGE = "The application is shutting down and takes no new requests. Try again shortly."
 
@@ -24,17 +28,28 @@ class RefuseWhileStopping:
     Args:
         app: the ASGI app inside.
         stopping: True once the drain has begun (``Supervisor.stopping``).
-        on_refused: called with the path of each call refused here (the synthesis calls go to the
-            ledger, as every refusal does).
+        joins_closed: True in the last moments of the shutdown (``server.close_joins``).
+        on_refused: called with the path of each call refused here, and for a join with its
+            ``fn_index`` too (the synthesis calls go to the ledger, as every refusal does).
     """
 
-    def __init__(self, app, stopping: Callable[[], bool], on_refused: Callable[[str], None] = lambda path: None) -> None:
-        self.app, self.stopping, self.on_refused = app, stopping, on_refused
+    def __init__(self, app, stopping: Callable[[], bool], joins_closed: Callable[[], bool] = lambda: False,
+                 on_refused: Callable[..., None] = lambda path, fn_index=None: None) -> None:
+        self.app, self.stopping, self.joins_closed, self.on_refused = app, stopping, joins_closed, on_refused
 
     async def __call__(self, scope, receive, send) -> None:
-        if (scope["type"] == "http" and scope["method"] == "POST" and "/gradio_api/call/" in scope.get("path", "")
-                and self.stopping()):
-            self.on_refused(scope["path"])
-            await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
-            return
+        if scope["type"] == "http" and scope["method"] == "POST":
+            path = scope.get("path", "")
+            if "/gradio_api/call/" in path and self.stopping():
+                self.on_refused(path)
+                await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
+                return
+            if path.rstrip("/").endswith("/queue/join") and self.joins_closed():
+                try:
+                    fn_index = json.loads(await read_body(receive)).get("fn_index")
+                except (ValueError, AttributeError):
+                    fn_index = None
+                self.on_refused(path, fn_index)
+                await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
+                return
         await self.app(scope, receive, send)
