@@ -219,8 +219,10 @@ class Handlers:
                 raise _OnItsWay from None
             # A request that waited or ran may end long after the click, when its user looked
             # away: that message stays until closed (Gradio's 10 s pop-up left only "Error" badges;
-            # fifteenth newcomer session). Refusals come at once, while the user looks.
-            lasting = isinstance(e, (SynthesisFailed, ServiceStopping))
+            # fifteenth newcomer session). So does "busy": the press was fine and others' load
+            # turned it away; once its pop-up closed, nothing said why nothing ran (helper-77).
+            # Refusals of the input come at once, while the user looks at it.
+            lasting = isinstance(e, (SynthesisFailed, ServiceStopping, BusyError, AdmissionError))
             drop_locals(e)
             message = str(e) if for_page or not isinstance(e, DuplicateRequest) else _DUPLICATE_FOR_API
             raise gr.Error(_as_text(message) if for_page else message, print_exception=False,

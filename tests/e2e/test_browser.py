@@ -568,6 +568,36 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
         app.stop()
 
 
+def test_a_busy_refusal_stays_until_closed(browser, tmp_path):
+    """A press turned away because the queue was full showed "The server is busy" for 10 s, then
+    only "Error" badges: a user who looked away could not tell why nothing ran (helper-77)."""
+    import threading
+
+    from gradio_client import Client
+
+    from ..conftest import RunningApp, wait_for
+
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--max-queue", "1",
+                     env={"FAULT_ENGINE_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        for n in range(2):  # one runs, one waits: the queue is full
+            threading.Thread(target=lambda n=n: Client(app.url, verbose=False).predict(
+                text=f"sleep:30 filler {n}", api_name="/synthesize"), daemon=True).start()
+        wait_for(lambda: app.status()["queue_depth"] >= 1, 30, "the queue to fill")
+        page = _page(browser, app)
+        page.locator("#text textarea").fill("turned away")
+        page.locator("#generate").click()
+        toast = ("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
+                 ".some(t => t.innerText.includes('The server is busy'))")
+        page.wait_for_function(toast, timeout=30_000)
+        page.wait_for_timeout(12_000)  # past the 10 s of a refusal of the input
+        assert page.evaluate(toast), "the busy message closed itself"
+        page.close()
+    finally:
+        app.stop()
+
+
 def _press_while_busy(page, text: str, button: str, waiting_text: str) -> None:
     """Generate ``text``, press ``button`` while it runs, and wait for ``waiting_text`` in its
     report's box."""
