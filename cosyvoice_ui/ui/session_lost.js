@@ -14,6 +14,9 @@
     restored_running: "与服务器的连接中断，请求未完成，页面已在连接恢复后自动刷新（Gradio 的做法）。" +
                       "文字、设置和参考音频已恢复：请再次点击“生成”。",
     restored: "与服务器的连接中断，页面已在连接恢复后自动刷新（Gradio 的做法）。文字、设置和参考音频已恢复。",
+    left_running: "请求等待或进行期间页面被刷新或离开，因此请求未完成（页面离开后服务器会停止它）。" +
+                  "文字、设置和参考音频已恢复：请再次点击“生成”。",
+    left: "页面已刷新。文字、设置和参考音频已恢复。",
     no_prompt: "参考音频无法恢复，请重新上传或录制。",
     prompt_back: "文字、设置和参考音频已恢复",
     no_prompt_back: "文字和设置已恢复",
@@ -27,6 +30,10 @@
                       "and prompt audio are back: press Generate to run it again.",
     restored: "The connection to the server dropped, and the page reloaded once the server answered again " +
               "(Gradio does so). Your text, settings and prompt audio are back.",
+    left_running: "The page was reloaded or left while your request was waiting or running, so it did not " +
+                  "finish (the server stops a request whose page has gone). Your text, settings and prompt " +
+                  "audio are back: press Generate to run it again.",
+    left: "The page was reloaded. Your text, settings and prompt audio are back.",
     no_prompt: "The prompt audio could not be brought back: upload or record it again.",
     prompt_back: "Your text, settings and prompt audio are back",
     no_prompt_back: "Your text and settings are back",
@@ -65,15 +72,27 @@
     return response;
   };
 
-  // -- a dropped connection -----------------------------------------------------------------
+  // -- a dropped connection, a reload, a page left -------------------------------------------
+  // Also kept when the tab reloads or goes to another page (F5, a link, Back): that ended a
+  // running request too, and the note said the connection had dropped; a page that restored the
+  // entry and was left at once (Back) used it up, and the page gone back to was blank (helper-78).
   const running = () => document.querySelector("#stats .generating, #output_audio .generating") !== null;
   // Gradio may clear its "generating" state before it shows the pop-up (helper-73): a request seen
   // running in the last seconds counts.
   let lastRunning = 0;
   setInterval(() => { if (running()) lastRunning = Date.now(); }, 250);
-  const keep = () => {
+  let leaving = false;
+  const read = () => {  // the saved entry, or null (none, or one that is not this page's)
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
+      return saved && typeof saved === "object" ? saved : null;
+    } catch (err) {
+      return null;
+    }
+  };
+  const keep = (cause) => {
     if (sessionStorage.getItem(KEY)) return;
-    const saved = {at: Date.now(), running: running() || Date.now() - lastRunning < 5000, fields: {}};
+    const saved = {at: Date.now(), cause, running: running() || Date.now() - lastRunning < 5000, fields: {}};
     // A result on the page is gone after the reload; its file stays on the server for a while.
     const result = document.querySelector("#output_audio a[href*='/file=']");
     if (result) saved.result = result.href;
@@ -86,12 +105,33 @@
     const link = document.querySelector("#prompt_audio a[href*='/file=']");
     if (link) saved.prompt = link.href;
     else if (document.querySelector("#prompt_audio audio")) saved.prompt = "";
+    const typed = ["text", "instruction", "prompt_text"].some((name) => saved.fields[name]);
+    if (cause === "left" && !saved.running && !typed && saved.prompt === undefined && !saved.result) return;
     sessionStorage.setItem(KEY, JSON.stringify(saved));
   };
+  // Gradio's own beforeunload ends its stream first, so its "connection lost" pop-up comes a
+  // moment before ours runs (1 ms here): an entry that new is this page being left. (After a real
+  // drop Gradio reloads only once the server answers again, seconds later.)
+  const leave = () => {
+    leaving = true;
+    const saved = read();
+    if (saved && saved.cause === "dropped" && Date.now() - saved.at < 300) {
+      sessionStorage.setItem(KEY, JSON.stringify({...saved, cause: "left"}));
+    }
+    keep("left");
+  };
+  window.addEventListener("beforeunload", leave);
+  window.addEventListener("pagehide", leave);
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted) {  // back from the browser's cache, as it was: nothing to restore
+      leaving = false;
+      sessionStorage.removeItem(KEY);
+    }
+  });
   new MutationObserver(() => {
     const lost = Array.from(document.querySelectorAll("[data-testid='toast-text'], [data-testid='toast-body']"))
       .some((el) => (el.textContent || "").includes("Connection to the server was lost"));
-    if (lost) keep();
+    if (lost) keep(leaving ? "left" : "dropped");
   }).observe(document.body, {childList: true, subtree: true, characterData: true});
 
   const setValue = (el, value) => {
@@ -103,13 +143,11 @@
     el.dispatchEvent(new Event("blur", {bubbles: true}));
   };
   const restore = async () => {
-    let saved = null;
-    try {
-      saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
-    } catch (err) {  // not this page's entry
+    const saved = read();
+    if (!saved || !(Date.now() - saved.at < 15 * 60 * 1000)) {
+      sessionStorage.removeItem(KEY);
+      return;
     }
-    sessionStorage.removeItem(KEY);
-    if (!saved || typeof saved !== "object" || !(Date.now() - saved.at < 15 * 60 * 1000)) return;
     const fields = saved.fields || {};
     for (const [name, selector] of Object.entries(FIELDS)) {
       const el = document.querySelector(selector);
@@ -118,7 +156,9 @@
       if (VALID[name] && !VALID[name].test(value)) continue;
       setValue(el, value);
     }
-    let text = saved.running ? TEXT.restored_running : TEXT.restored;
+    sessionStorage.removeItem(KEY);  // only now: a page left before this keeps the entry for the next
+    const left = saved.cause === "left";
+    let text = saved.running ? (left ? TEXT.left_running : TEXT.restored_running) : (left ? TEXT.left : TEXT.restored);
     const noPrompt = () => { text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back) + " " + TEXT.no_prompt; };
     if (saved.prompt && !ownFile(saved.prompt)) {
       noPrompt();

@@ -747,6 +747,29 @@ def test_keyboard_focus_is_visible_on_the_slider_and_the_presets(browser, app):
         assert style == "solid", (selector, style)
 
 
+def test_a_reload_during_a_request_says_so_and_a_page_left_at_once_keeps_the_text(browser, app):
+    """F5 during a request brought the text back with "The connection to the server dropped", which
+    it had not; and a second page of the app that took the saved text and was left at once (Back)
+    used it up: the page gone back to was blank (helper-78)."""
+    page = _page(browser, app)
+    text = " ".join(["This long text keeps the worker busy for a while, sentence after sentence."] * 12)
+    page.locator("#text textarea").fill(text)
+    page.locator("#generate").click()
+    page.locator("#stats .eta-bar, #stats .progress-text").first.wait_for(timeout=20_000)
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    assert "reloaded or left" in note.inner_text() and "press Generate" in note.inner_text(), note.inner_text()
+    assert "connection" not in note.inner_text().lower(), note.inner_text()
+    assert page.locator("#text textarea").input_value() == text
+    # Another page of the app in the same tab, left at once: the text comes back where one returns.
+    page.goto(app.url + "?x=1")
+    page.locator("#text textarea").wait_for(timeout=30_000)
+    page.go_back()
+    page.wait_for_function("document.querySelector('#text textarea') && document.querySelector('#text textarea').value"
+                           f" === {text!r}", timeout=30_000)
+
+
 def test_a_planted_restore_entry_brings_back_no_foreign_link_and_no_bad_number(browser, app):
     """The restore trusted what sessionStorage held, and that belongs to the origin: another app on
     the same host could plant an entry whose note linked to any site, whose prompt was fetched
