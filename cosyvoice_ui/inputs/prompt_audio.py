@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import re
 import threading
 
 import numpy as np
@@ -152,6 +153,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
     detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
+    detail = re.sub(r"\[Errno -?\d+\] ", "", detail)  # FFmpeg's error numbers tell a person nothing (helper-78)
     raise InputError(
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"

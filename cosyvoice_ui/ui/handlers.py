@@ -22,6 +22,7 @@ from .. import synthesis
 from ..engines.base import Capabilities
 from ..errors import (BusyError, DuplicateRequest, InputError, RequestTimedOut, ServiceStopping, SynthesisFailed,
                       UnusablePromptAudio, UserFacingError, drop_locals)
+from ..inputs.prompt_audio import load_prompt_audio
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
@@ -151,6 +152,25 @@ class Handlers:
         """The page's Generate: :meth:`synthesize` with its pop-up messages escaped (:func:`_as_text`)."""
         yield from self._whole(text, prompt_audio, prompt_text, instruction, speed, seed, speaker,
                                progress=progress, request=request, for_page=True)
+
+    def check_prompt_page(self, prompt_audio: dict | str | None = None) -> None:
+        """The page's check of a prompt as soon as it is uploaded or recorded: one that Generate
+        would refuse (not audio, silent, too short or long, ...) says so at once, in a pop-up that
+        stays until closed. A text file named .wav showed a 0:00 player and was refused only at
+        Generate (helper-78). Generate checks again; nothing is returned or changed.
+
+        Args:
+            prompt_audio: Gradio's ``FileData`` dict of the file (not preprocessed), or None.
+        """
+        path = uploaded_path(prompt_audio)
+        if not isinstance(path, str) or not path:
+            return
+        try:
+            load_prompt_audio(path)
+        except InputError as e:
+            gr.Warning(_as_text(str(e)), duration=None, title="This prompt audio cannot be used")
+        except Exception as e:  # noqa: BLE001 - Generate's own check answers it
+            log.warning("checking an uploaded prompt failed: %s", e)
 
     def _whole(self, *fields, progress, request, for_page: bool):
         # The page clears the last result first: a refused Generate left the previous request's

@@ -131,6 +131,24 @@ def test_invalid_upload_shows_readable_error_and_page_still_works(browser, app, 
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
 
 
+def test_an_unusable_prompt_says_so_when_it_is_uploaded(browser, app, tmp_path):
+    """A text file named .wav showed a 0:00 player without a word until Generate refused it, and
+    the message ended in FFmpeg's "[Errno 1094995529]" (helper-78). A usable prompt says nothing."""
+    page = _page(browser, app)
+    toasts = "[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')].map(t => t.innerText).join('|')"
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_female.wav"))
+    page.locator("#prompt_audio audio").first.wait_for(state="attached", timeout=30_000)
+    page.wait_for_timeout(3000)
+    assert page.evaluate(toasts) == "", page.evaluate(toasts)
+    page.locator("#prompt_audio button[aria-label='Clear']").first.click()
+    bad = tmp_path / "notes.wav"
+    bad.write_text("this is a text file, not a recording\n" * 30)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(bad))
+    page.wait_for_function(f"({toasts}).includes('could not be decoded')", timeout=30_000)
+    assert "Errno" not in page.evaluate(toasts), page.evaluate(toasts)
+    assert page.locator("#generate").is_enabled()
+
+
 @pytest.mark.parametrize("maker", ["webm_opus", "m4a_aac", "phone_3gp", "apple_caf", "camera_avi", "video_m4v"])
 def test_browser_recordings_saved_as_files_are_accepted(browser, app, tmp_path, maker):
     """Chromium gives a .webm file the type video/webm, and Gradio's audio upload accepts only
