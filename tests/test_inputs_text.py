@@ -223,6 +223,17 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     assert validate_text("Price $١٬٢٣٤٫٥٦, pi is ٣٫١٤.", 200, ("en",)) == "Price $1,234.56, pi is 3.14."
 
 
+@pytest.mark.parametrize("typed, start", [
+    ("I love pizza 🍕🍕 and cats 😺! Great 👍🏽.", "Emoji removed before speaking"),  # was "Markup" (helper-78)
+    ("Nice :-) and 🍕 too.", "Emoji and emoticons removed before speaking"),
+    ("<b>Bold</b> and 🍕 too.", "Markup and emoji removed before speaking"),
+    ("<b>Bold</b> words.", "Markup removed before speaking"),
+])
+def test_the_removal_note_names_what_was_removed(typed, start):
+    _, notes = _requested(typed)
+    assert len(notes) == 1 and notes[0].startswith(start), notes
+
+
 def _requested(text: str, engine: str = "embedded"):
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.inputs.request import build_request
@@ -230,7 +241,7 @@ def _requested(text: str, engine: str = "embedded"):
     prompt = str(PROMPTS_DIR / "xtts_female.wav") if engine == "cosyvoice" else None
     request, notes, _ = build_request(text, prompt, None, None, 1.0, -1, max_text_chars=2000,
                                       capabilities=engine_capabilities(engine))
-    return request.text, [n for n in notes if n.startswith("Markup removed")]
+    return request.text, [n for n in notes if " removed before speaking" in n]
 
 
 @pytest.mark.parametrize("typed, spoken", [

@@ -85,7 +85,8 @@ def build_request(
                              f"Type or paste the words themselves.")
     notes: list[str] = []
     if markup:
-        notes.append(f"Markup removed before speaking (it would have been read aloud): {_listed(markup)}.")
+        notes.append(f"{_kinds_removed(markup)} removed before speaking (it would have been read aloud): "
+                     f"{_listed(markup)}.")
     if numbers := spelled_numbers(clean):
         notes.append(f"Read one digit at a time (a number of 13 or more digits; up to 12 are read as an amount): "
                      f"{', '.join(numbers)}.")
@@ -156,7 +157,7 @@ def _without_markup(value: str | None, limit: int, name: str, capabilities: Capa
         return value
     value, removed = remove_markup(value, capabilities.performed_tags)
     if removed:
-        notes.append(f"Markup removed from the {name}: {_listed(removed)}.")
+        notes.append(f"{_kinds_removed(removed)} removed from the {name}: {_listed(removed)}.")
     return value
 
 
@@ -195,6 +196,18 @@ def _number(value, default: float, name: str, hint: str) -> float:
     if not math.isfinite(value):
         raise InputError(f"The {name} must be a finite number (got {_shown(value)}); {hint}.")
     return float(value)
+
+
+def _kinds_removed(items: list[str]) -> str:
+    """What the removed items are, for the note's start: "Markup", "Emoji", "Emoji and emoticons",
+    "Markup and emoji", ... (emoji alone were called "Markup"; helper-78). An item names its kind
+    in its last words, as ``inputs/markup.py`` lists it: ``"🍕 (an emoji)"``, ``":-) (an emoticon)"``."""
+    emoji = any(item.endswith("(an emoji)") for item in items)
+    emoticons = any(item.endswith("(an emoticon)") for item in items)
+    markup = any(not item.endswith(("(an emoji)", "(an emoticon)")) for item in items)
+    kinds = [kind for kind, present in (("markup", markup), ("emoji", emoji), ("emoticons", emoticons)) if present]
+    named = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+    return named[0].upper() + named[1:]
 
 
 def _listed(items: list[str], most: int = 6) -> str:
