@@ -573,17 +573,24 @@ def test_message_of_a_failed_request_stays_until_closed(browser, tmp_path):
     try:
         app.wait_healthy()
         page = _page(browser, app)
-        page.locator("#text textarea").fill("invalid: the fault engine refuses this one")
-        page.locator("#generate").click()
-        toast = ("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
-                 ".some(t => t.innerText.includes('The fault engine refuses this text'))")
-        page.wait_for_function(toast, timeout=30_000)
-        page.wait_for_timeout(12_000)  # past Gradio's default 10 s
-        assert page.evaluate(toast), "the failure message closed itself"
+        _generate_and_see_the_message_stay(page, "invalid: the fault engine refuses this one",
+                                           "The fault engine refuses this text")
         _shot(page, "failure_message_stays")
         page.close()
     finally:
         app.stop()
+
+
+def _generate_and_see_the_message_stay(page, text: str, message: str) -> None:
+    """Generate ``text``; the pop-up saying ``message`` must still be up after 12 s (Gradio's
+    pop-ups close after 10 s, as a refusal of the input does)."""
+    page.locator("#text textarea").fill(text)
+    page.locator("#generate").click()
+    toast = ("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
+             f".some(t => t.innerText.includes({message!r}))")
+    page.wait_for_function(toast, timeout=30_000)
+    page.wait_for_timeout(12_000)
+    assert page.evaluate(toast), f"the message {message!r} closed itself"
 
 
 def test_a_busy_refusal_stays_until_closed(browser, tmp_path):
@@ -604,13 +611,7 @@ def test_a_busy_refusal_stays_until_closed(browser, tmp_path):
                 text=f"sleep:30 filler {n}", api_name="/synthesize"), daemon=True).start()
         wait_for(lambda: app.status()["queue_depth"] >= 1, 30, "the queue to fill")
         page = _page(browser, app)
-        page.locator("#text textarea").fill("turned away")
-        page.locator("#generate").click()
-        toast = ("[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')]"
-                 ".some(t => t.innerText.includes('The server is busy'))")
-        page.wait_for_function(toast, timeout=30_000)
-        page.wait_for_timeout(12_000)  # past the 10 s of a refusal of the input
-        assert page.evaluate(toast), "the busy message closed itself"
+        _generate_and_see_the_message_stay(page, "turned away", "The server is busy")
         page.close()
     finally:
         app.stop()
