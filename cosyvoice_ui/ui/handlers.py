@@ -13,6 +13,7 @@ import contextlib
 import html
 import logging
 import math
+import os
 import threading
 import time
 
@@ -168,7 +169,11 @@ class Handlers:
         try:
             load_prompt_audio(path)
         except InputError as e:
-            gr.Warning(_as_text(str(e)), duration=None, title="This prompt audio cannot be used")
+            # Named: replaced at once, the file's warning came after the next one was shown, as if
+            # about that one (helper-79).
+            name = prompt_audio.get("orig_name") if isinstance(prompt_audio, dict) else None
+            name = name if isinstance(name, str) and name else os.path.basename(path)
+            gr.Warning(_as_text(f"{name}: {e}"), duration=None, title="This prompt audio cannot be used")
         except Exception as e:  # noqa: BLE001 - Generate's own check answers it
             log.warning("checking an uploaded prompt failed: %s", e)
 

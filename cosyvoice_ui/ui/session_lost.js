@@ -16,7 +16,7 @@
     restored: "与服务器的连接中断，页面已在连接恢复后自动刷新（Gradio 的做法）。文字、设置和参考音频已恢复。",
     left_running: "请求等待或进行期间页面被刷新或离开，因此请求未完成（页面离开后服务器会停止它）。" +
                   "文字、设置和参考音频已恢复：请再次点击“生成”。",
-    left: "页面已刷新。文字、设置和参考音频已恢复。",
+    left: "页面已刷新或重新打开。文字、设置和参考音频已恢复。",
     no_prompt: "参考音频无法恢复，请重新上传或录制。",
     prompt_back: "文字、设置和参考音频已恢复",
     no_prompt_back: "文字和设置已恢复",
@@ -33,7 +33,7 @@
     left_running: "The page was reloaded or left while your request was waiting or running, so it did not " +
                   "finish (the server stops a request whose page has gone). Your text, settings and prompt " +
                   "audio are back: press Generate to run it again.",
-    left: "The page was reloaded. Your text, settings and prompt audio are back.",
+    left: "The page was reloaded or opened again. Your text, settings and prompt audio are back.",
     no_prompt: "The prompt audio could not be brought back: upload or record it again.",
     prompt_back: "Your text, settings and prompt audio are back",
     no_prompt_back: "Your text and settings are back",
@@ -76,11 +76,19 @@
   // Also kept when the tab reloads or goes to another page (F5, a link, Back): that ended a
   // running request too, and the note said the connection had dropped; a page that restored the
   // entry and was left at once (Back) used it up, and the page gone back to was blank (helper-78).
-  const running = () => document.querySelector("#stats .generating, #output_audio .generating") !== null;
+  // Waiting in Gradio's queue shows its timer (.eta-bar, .progress-text) before "generating" (helper-79).
+  const running = () => document.querySelector(
+    "#stats .generating, #output_audio .generating, #stats .eta-bar, #stats .progress-text") !== null;
   // Gradio may clear its "generating" state before it shows the pop-up (helper-73): a request seen
-  // running in the last seconds counts.
+  // running in the last seconds counts, unless it ended with its result (a reload 1.5 s after a
+  // result said the request "did not finish"; helper-79).
+  const answered = () => /audio_s/.test((document.querySelector("#stats") || {}).innerText || "");
   let lastRunning = 0;
-  setInterval(() => { if (running()) lastRunning = Date.now(); }, 250);
+  const look = () => {  // on every change of the page, and every 250 ms
+    if (running()) lastRunning = Date.now();
+    else if (answered()) lastRunning = 0;
+  };
+  setInterval(look, 250);
   let leaving = false;
   const read = () => {  // the saved entry, or null (none, or one that is not this page's)
     try {
@@ -129,6 +137,7 @@
     }
   });
   new MutationObserver(() => {
+    look();
     const lost = Array.from(document.querySelectorAll("[data-testid='toast-text'], [data-testid='toast-body']"))
       .some((el) => (el.textContent || "").includes("Connection to the server was lost"));
     if (lost) keep(leaving ? "left" : "dropped");
