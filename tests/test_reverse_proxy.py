@@ -38,8 +38,12 @@ def test_the_page_under_a_prefix_names_its_urls_with_it(app, path):
     assert page.status_code == 200 and _root(page.text) == base + "/tts", _root(page.text)
     for asset in ("theme.css", "config", "gradio_api/info"):
         assert httpx.get(app.url + path + asset, headers=PREFIX, timeout=10).status_code == 200, asset
+    # Gradio's page named its manifest from the host's root (helper-80).
+    assert 'href="/tts/manifest.json"' in page.text and 'href="/manifest.json"' not in page.text
+    assert httpx.get(app.url + path + "manifest.json", headers=PREFIX, timeout=10).status_code == 200
     # The app's own address (an SSH tunnel, a script on the box) still has no prefix.
-    assert _root(httpx.get(app.url, timeout=10).text) == base
+    own = httpx.get(app.url, timeout=10).text
+    assert _root(own) == base and 'href="/manifest.json"' in own
 
 
 @pytest.mark.parametrize("prefix", ["//evil.example", "https://evil.example/x", "/a/../b", "/tts?x=1", "tts", "/"])

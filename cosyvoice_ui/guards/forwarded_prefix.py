@@ -90,6 +90,7 @@ def location_under_prefix(location: str, prefix: str, scope) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
+_MANIFEST_LINK = b'href="/manifest.json"'
 _COOKIE_ROOT_PATH = re.compile(rb"(;\s*[Pp]ath=)/(?=;|$)")
 
 
@@ -97,7 +98,8 @@ class ForwardedPrefix:
     """Pure ASGI middleware: sets ``scope["root_path"]`` from :func:`forwarded_prefix` for HTTP
     and websocket requests that carry it; others pass untouched. In their answers, cookies set
     for ``Path=/`` are set for the prefix (the login token went to every app on a shared host;
-    helper-75), and redirects stay under it (:func:`location_under_prefix`)."""
+    helper-75), redirects stay under it (:func:`location_under_prefix`), and the page's link to
+    its web manifest names it."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -108,16 +110,28 @@ class ForwardedPrefix:
             await self.app(scope, receive, send)
             return
 
+        page = False
+
         async def send_under_prefix(message):
+            nonlocal page
             if message["type"] == "http.response.start":
+                page = any(name.lower() == b"content-type" and value.startswith(b"text/html")
+                           for name, value in message.get("headers", []))
                 headers = []
                 for name, value in message.get("headers", []):
                     if name.lower() == b"set-cookie":
                         value = _COOKIE_ROOT_PATH.sub(rb"\1" + prefix.encode() + b"/", value)
                     elif name.lower() == b"location":
                         value = location_under_prefix(value.decode("latin-1"), prefix, scope).encode("latin-1")
+                    elif name.lower() == b"content-length" and page:
+                        continue  # the page's length changes below (sent chunked instead)
                     headers.append((name, value))
                 message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body" and page:
+                # Gradio's page names its web manifest from the host's root: behind /tts/ that was a
+                # 404 on every load, or another app's manifest on a shared host (helper-80).
+                message = {**message, "body": message.get("body", b"").replace(
+                    _MANIFEST_LINK, b'href="' + prefix.encode() + b'/manifest.json"')}
             await send(message)
 
         await self.app({**scope, "root_path": prefix}, receive, send_under_prefix)
