@@ -84,7 +84,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.state.joins_closed = False  # set by close_joins at the end of a shutdown
     app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
                        joins_closed=lambda: app.state.joins_closed,  # and, at its very end, every request
-                       on_refused=lambda path, fn_index=None: handlers.service.record_refusal("refused", STOPPING_MESSAGE)
+                       on_refused=lambda path, fn_index=None:
+                       handlers.service.record_refusal("refused", STOPPING_MESSAGE)
                        if "/call/synthesize" in path or fn_index in synthesis_events else None)
     app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
@@ -297,7 +298,8 @@ def undelivered_answers(app: fastapi.FastAPI) -> int:
     replaces any answer still waiting with "Server stopped unexpectedly." (``routes.queue_data``),
     so a request that arrived in the drain's last second was refused in the ledger while its
     client got an empty error (helper-77: 2 of 25 refusals, 4 clients, one SIGTERM)."""
-    return sum(len(ids) for sub in _gradio_apps(app) for ids in sub.get_blocks()._queue.pending_event_ids_session.values())
+    return sum(len(ids) for sub in _gradio_apps(app)
+               for ids in sub.get_blocks()._queue.pending_event_ids_session.values())
 
 
 def end_streams(app: fastapi.FastAPI) -> None:
