@@ -21,6 +21,7 @@
     prompt_back: "文字、设置和参考音频已恢复",
     no_prompt_back: "文字和设置已恢复",
     last_result: "下载上一次的结果。",
+    result_gone: "上一次的结果已不在服务器上（服务器已重启，或文件已过期）。",
   } : {
     logged_out: "Your login has ended (you logged out in another tab, or it expired): this page can no longer " +
                 "send or receive anything, and the monitor has stopped updating. Reload the page to log in " +
@@ -38,6 +39,7 @@
     prompt_back: "Your text, settings and prompt audio are back",
     no_prompt_back: "Your text and settings are back",
     last_result: "Download the last result.",
+    result_gone: "The last result is no longer on the server (it was restarted, or the file expired).",
   };
   // sessionStorage belongs to the origin, not to this app: another app on the same host (/other/
   // beside /tts/) or a second copy could write this entry (helper-76). It is kept per app path,
@@ -80,13 +82,23 @@
   const running = () => document.querySelector(
     "#stats .generating, #output_audio .generating, #stats .eta-bar, #stats .progress-text") !== null;
   // Gradio may clear its "generating" state before it shows the pop-up (helper-73): a request seen
-  // running in the last seconds counts, unless it ended with its result (a reload 1.5 s after a
-  // result said the request "did not finish"; helper-79).
-  const answered = () => /audio_s/.test((document.querySelector("#stats") || {}).innerText || "");
+  // running in the last seconds counts, unless an answer came after it: its result, or its refusal
+  // (a reload after either said the request "did not finish"; helpers 79, 81). A lost connection
+  // also marks the outputs as failed, together with its pop-up: not an answer.
+  const lostShown = () => Array.from(document.querySelectorAll("[data-testid='toast-text'], [data-testid='toast-body']"))
+    .some((el) => (el.textContent || "").includes("Connection to the server was lost"));
+  const answered = () => /audio_s/.test((document.querySelector("#stats") || {}).innerText || "") ||
+    (document.querySelector("#stats .error") !== null && !lostShown());
   let lastRunning = 0;
+  let lastAnswer = 0;
+  let hadAnswer = false;
+  // Gradio's "generating" lingers a moment after the answer (a reload 0.25 s after a result).
+  const stillRunning = () => running() && Date.now() - lastAnswer > 1000;
   const look = () => {  // on every change of the page, and every 250 ms
-    if (running()) lastRunning = Date.now();
-    else if (answered()) lastRunning = 0;
+    const has = answered();
+    if (has && !hadAnswer) lastAnswer = Date.now();
+    hadAnswer = has;
+    if (stillRunning()) lastRunning = Date.now();
   };
   setInterval(look, 250);
   let leaving = false;
@@ -100,7 +112,9 @@
   };
   const keep = (cause) => {
     if (sessionStorage.getItem(KEY)) return;
-    const saved = {at: Date.now(), cause, running: running() || Date.now() - lastRunning < 5000, fields: {}};
+    look();
+    const cutOff = stillRunning() || (Date.now() - lastRunning < 5000 && lastAnswer < lastRunning);
+    const saved = {at: Date.now(), cause, running: cutOff, fields: {}};
     // A result on the page is gone after the reload; its file stays on the server for a while.
     const result = document.querySelector("#output_audio a[href*='/file=']");
     if (result) saved.result = result.href;
@@ -138,9 +152,7 @@
   });
   new MutationObserver(() => {
     look();
-    const lost = Array.from(document.querySelectorAll("[data-testid='toast-text'], [data-testid='toast-body']"))
-      .some((el) => (el.textContent || "").includes("Connection to the server was lost"));
-    if (lost) keep(leaving ? "left" : "dropped");
+    if (lostShown()) keep(leaving ? "left" : "dropped");
   }).observe(document.body, {childList: true, subtree: true, characterData: true});
 
   const setValue = (el, value) => {
@@ -193,11 +205,18 @@
     }
     const el = note("connection_note", text, document.getElementById("generate"));
     if (el && typeof saved.result === "string" && ownFile(saved.result)) {
-      const link = document.createElement("a");
-      link.href = saved.result;
-      link.download = "";
-      link.textContent = TEXT.last_result;
-      el.append(" ", link);
+      // Gone after a restart of the server (a clean stop empties its folder) or --temp-file-ttl:
+      // the link was a 404 (helper-81).
+      const there = await fetch(saved.result, {headers: {Range: "bytes=0-0"}}).then((r) => r.ok, () => false);
+      if (there) {
+        const link = document.createElement("a");
+        link.href = saved.result;
+        link.download = "";
+        link.textContent = TEXT.last_result;
+        el.append(" ", link);
+      } else {
+        el.append(" " + TEXT.result_gone);
+      }
     }
     if (el) setTimeout(() => el.remove(), 120000);
   };

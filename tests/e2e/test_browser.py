@@ -806,6 +806,35 @@ def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, a
     assert note.locator("a").inner_text() == "Download the last result."
 
 
+def test_a_reload_after_a_refusal_does_not_say_the_request_was_cut_off(browser, app):
+    """A reload 4 s after a refusal said the request "did not finish" and to press Generate again,
+    which would be refused again (helper-81)."""
+    page = _page(browser, app)
+    page.locator("#text textarea").fill("你好，今天天气很好。")
+    page.locator("#generate").click()
+    page.locator("[data-testid='toast-body']").filter(has_text="English only").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    assert "reloaded or opened again" in note.inner_text() and "did not finish" not in note.inner_text(), note.inner_text()
+
+
+def test_a_result_that_is_gone_is_said_to_be_gone_not_linked(browser, app):
+    """After the server restarted, the note's "Download the last result." was a 404 (a clean stop
+    empties the temporary folder; helper-81)."""
+    page = _page(browser, app)
+    gone = app.url + "gradio_api/file=/tmp/no-such-folder/speech-000000000000.wav"
+    page.evaluate("""(gone) => sessionStorage.setItem('cosyvoice_ui.connection_lost:/', JSON.stringify({
+        at: Date.now(), cause: 'dropped', running: false, result: gone, fields: {text: 'Kept.'}}))""", gone)
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    page.wait_for_function("document.getElementById('connection_note').innerText.includes('no longer on the server')",
+                           timeout=15_000)
+    assert note.locator("a").count() == 0, note.inner_html()
+
+
 def test_a_planted_restore_entry_brings_back_no_foreign_link_and_no_bad_number(browser, app):
     """The restore trusted what sessionStorage held, and that belongs to the origin: another app on
     the same host could plant an entry whose note linked to any site, whose prompt was fetched
