@@ -91,6 +91,9 @@
     (document.querySelector("#stats .error") !== null && !lostShown());
   let lastRunning = 0;
   let lastAnswer = 0;
+  // What this page's own restore brought back and has not yet made its own: a second reload in a
+  // row lost the prompt still being uploaded and the word that a request was cut off (helper-83).
+  let carried = null;
   let hadAnswer = false;
   // Gradio's "generating" lingers a moment after the answer (a reload 0.25 s after a result).
   const stillRunning = () => running() && Date.now() - lastAnswer > 1000;
@@ -98,7 +101,11 @@
     const has = answered();
     if (has && !hadAnswer) lastAnswer = Date.now();
     hadAnswer = has;
-    if (stillRunning()) lastRunning = Date.now();
+    if (stillRunning()) {
+      lastRunning = Date.now();
+      if (carried) carried.running = false;  // a new request: the note's is over
+    }
+    if (carried && document.querySelector("#prompt_audio a[href*='/file=']")) carried.prompt = undefined;
   };
   setInterval(look, 250);
   let leaving = false;
@@ -127,6 +134,11 @@
     const link = document.querySelector("#prompt_audio a[href*='/file=']");
     if (link) saved.prompt = link.href;
     else if (document.querySelector("#prompt_audio audio")) saved.prompt = "";
+    if (carried) {
+      saved.running = saved.running || carried.running;
+      if (!saved.prompt && carried.prompt) saved.prompt = carried.prompt;  // still being uploaded
+      if (!saved.result && carried.result) saved.result = carried.result;
+    }
     const typed = ["text", "instruction", "prompt_text"].some((name) => saved.fields[name]);
     if (cause === "left" && !saved.running && !typed && saved.prompt === undefined && !saved.result) return;
     sessionStorage.setItem(KEY, JSON.stringify(saved));
@@ -177,13 +189,13 @@
       if (VALID[name] && !VALID[name].test(value)) continue;
       setValue(el, value);
     }
-    sessionStorage.removeItem(KEY);  // only now: a page left before this keeps the entry for the next
     const left = saved.cause === "left";
     let text = saved.running ? (left ? TEXT.left_running : TEXT.restored_running) : (left ? TEXT.left : TEXT.restored);
     const noPrompt = () => { text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back) + " " + TEXT.no_prompt; };
     if (saved.prompt && !ownFile(saved.prompt)) {
       noPrompt();
     } else if (saved.prompt) {
+      carried = {running: false, prompt: saved.prompt};
       try {
         const response = await fetch(saved.prompt);
         if (!response.ok) throw new Error(String(response.status));
@@ -196,6 +208,7 @@
         input.files = files.files;
         input.dispatchEvent(new Event("change", {bubbles: true}));
       } catch (err) {
+        carried.prompt = undefined;
         noPrompt();
       }
     } else if (saved.prompt === "") {
@@ -203,12 +216,14 @@
     } else {  // there was none
       text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back);
     }
+    carried = {...(carried || {}), running: !!saved.running};
     const el = note("connection_note", text, document.getElementById("generate"));
     if (el && typeof saved.result === "string" && ownFile(saved.result)) {
       // Gone after a restart of the server (a clean stop empties its folder) or --temp-file-ttl:
       // the link was a 404 (helper-81).
       const there = await fetch(saved.result, {headers: {Range: "bytes=0-0"}}).then((r) => r.ok, () => false);
       if (there) {
+        carried.result = saved.result;
         const link = document.createElement("a");
         link.href = saved.result;
         link.download = "";
@@ -219,6 +234,8 @@
       }
     }
     if (el) setTimeout(() => el.remove(), 120000);
+    // Only now: a page left before its restore was done passes the whole entry on.
+    sessionStorage.removeItem(KEY);
   };
   const ready = () => document.querySelector("#generate") && document.querySelector(FIELDS.text);
   const start = Date.now();

@@ -806,6 +806,25 @@ def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, a
     assert note.locator("a").inner_text() == "Download the last result."
 
 
+def test_a_second_reload_in_a_row_keeps_the_prompt_and_the_word_that_a_request_was_cut_off(browser, app):
+    """F5 during a request, then F5 again as soon as the page was back: the prompt still being
+    uploaded again was lost without a word, and the note no longer said the request was cut off
+    (helper-83)."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
+    page.locator("#text textarea").fill(" ".join(["A long text keeps the worker busy for a while."] * 10))
+    page.locator("#generate").click()
+    page.locator("#stats .eta-bar, #stats .progress-text").first.wait_for(timeout=20_000)
+    page.reload()
+    page.locator("#connection_note").wait_for(timeout=30_000)
+    page.reload()  # at once: the prompt is still being fetched or uploaded again
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    assert "did not finish" in note.inner_text() and "could not" not in note.inner_text(), note.inner_text()
+    page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
+
+
 def test_a_reload_after_a_refusal_does_not_say_the_request_was_cut_off(browser, app):
     """A reload 4 s after a refusal said the request "did not finish" and to press Generate again,
     which would be refused again (helper-81)."""
