@@ -58,6 +58,17 @@ def _event_owner(demo: gr.Blocks, event_id: str) -> str | None:
     return None
 
 
+def _forget_unreadable_sessions(demo: gr.Blocks) -> None:
+    """Drop Gradio's lists of unanswered events (``Queue.pending_event_ids_session``) of sessions
+    whose message queue its LRU (``pending_messages_per_session``, 2,000 sessions) has dropped:
+    their answers are gone, so nothing would ever empty those lists, which grew with every
+    session that joined and never read (helper-82)."""
+    queue = demo._queue
+    for session_hash in list(queue.pending_event_ids_session):
+        if session_hash not in queue.pending_messages_per_session:
+            queue.pending_event_ids_session.pop(session_hash, None)
+
+
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
     """The ASGI app for uvicorn.
 
@@ -74,13 +85,16 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # the routes to anyone, also under --auth. Gradio's /gradio_api/openapi.json asks for the login.
     app = fastapi.FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     synthesis_events: set[int] = set()  # filled once the page is built, below
+    browser_only_events: set[int] = set()  # likewise
     app.add_middleware(NumberArrivals, arrived=handlers.service.arrived,  # a tab's presses queue in order
-                       numbered=synthesis_events)
+                       numbered=synthesis_events, browser_only=browser_only_events,
+                       forget=lambda: _forget_unreadable_sessions(demo))
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in
-    app.add_middleware(OneReaderPerResult)  # a REST result read twice is told so, not left hanging
+    app.add_middleware(OneReaderPerResult,  # a REST result read twice is told so, not left hanging,
+                       owner_of=lambda event_id: _event_owner(demo, event_id))  # nor one of another session
     app.state.joins_closed = False  # set by close_joins at the end of a shutdown
     app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
                        joins_closed=lambda: app.state.joins_closed,  # and, at its very end, every request
@@ -129,6 +143,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     failed_uploads.install()  # an upload that fails midway leaves no partial file
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
+    browser_only_events.update(i for i, fn in demo.fns.items() if fn.fn is None)
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)

@@ -335,6 +335,46 @@ def test_a_join_with_an_empty_session_hash_is_told_so_and_the_server_goes_on(app
     assert Client(app.url, verbose=False).predict(api_name="/status")["state"] in ("ready", "busy")
 
 
+def test_a_join_with_a_huge_session_hash_or_a_browser_only_event_is_refused(app):
+    """Unread joins with 1 MB session hashes grew the web process by 1.1 GB for good (Gradio keys
+    its lists of unanswered events by the hash); a join of a browser-only event logged a 14-line
+    traceback each time (helper-82)."""
+    log = LogWatch(app)
+    config = httpx.get(app.url + "config", timeout=30).json()
+    fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "synthesize")
+    body = {"data": gh.endpoint_data(app.url, "synthesize", text="Hi."), "fn_index": fn_index,
+            "session_hash": "x" * 200_000}
+    r = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=30)
+    assert r.status_code == 400 and "longer than 128 characters" in r.text, (r.status_code, r.text[:300])
+    browser_only = [d["id"] for d in config["dependencies"] if d.get("backend_fn") is False]
+    assert browser_only, "the page has a browser-only event (Restart clears the free-cache report)"
+    for _ in range(3):
+        r = httpx.post(app.url + "gradio_api/queue/join", timeout=30,
+                       json={"data": [], "fn_index": browser_only[0], "session_hash": "s1"})
+        assert r.status_code == 404 and "runs in the browser only" in r.text, (r.status_code, r.text)
+    time.sleep(1.0)
+    assert not any("Traceback" in line for line in log.new_lines())
+
+
+def test_unreadable_sessions_are_forgotten():
+    """Gradio's lists of unanswered events of sessions whose messages its LRU dropped were never
+    emptied: they grew with every session that joined and never read (helper-82)."""
+    from types import SimpleNamespace
+
+    from gradio.utils import LRUCache
+
+    from cosyvoice_ui.server import _forget_unreadable_sessions
+
+    messages = LRUCache(2)
+    pending = {}
+    for session in ("a", "b", "c"):  # "a" falls out of the LRU
+        messages[session] = []
+        pending[session] = {session + "-event"}
+    _forget_unreadable_sessions(SimpleNamespace(_queue=SimpleNamespace(
+        pending_event_ids_session=pending, pending_messages_per_session=messages)))
+    assert sorted(pending) == ["b", "c"]
+
+
 def test_a_page_event_without_an_api_twin_is_not_offered_as_the_way(app):
     """"POST /gradio_api/call/lambda is not served ... use POST /gradio_api/call/lambda" (helper-51)."""
     private = [name for name in _private_event_names(app) if name not in ("synthesize_page", "restart_ui",

@@ -231,3 +231,33 @@ def test_a_cancel_naming_another_sessions_event_is_refused(tmp_path):
                             break
         assert all(m["success"] and m["output"]["data"][0] is not None for m in completed), completed
         assert Client(app.url, verbose=False).predict(api_name="/status")["completed"] == 2
+
+
+def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
+    """GET /gradio_api/call/synthesize/<event_id> looked the event up by id alone: with another
+    visitor's event id (a queue join of the page or gradio_client) it streamed that visitor's
+    result, and the visitor waited forever (helper-82). Only a REST call's own event is read."""
+    import json
+    import urllib.request
+    import uuid
+
+    import httpx
+
+    from .gradio_http import endpoint_data
+
+    with _fault_app(tmp_path) as app:
+        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
+        visitor = uuid.uuid4().hex
+        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the visitor's own"), "fn_index": fn_index,
+                "session_hash": visitor, "event_data": None, "trigger_id": None}
+        event_id = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
+        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={visitor}", timeout=60) as stream:
+            taken = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
+            assert "event: error" in taken and "No call with this event id" in taken and "speech-" not in taken, taken
+            completed = None
+            for line in stream.iter_lines():
+                if line.startswith("data:") and json.loads(line[len("data:"):]).get("msg") == "process_completed":
+                    completed = json.loads(line[len("data:"):])
+                    break
+        assert completed and completed["success"] and completed["output"]["data"][0] is not None, completed

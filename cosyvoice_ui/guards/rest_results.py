@@ -13,7 +13,11 @@ two GETs at once split the messages between them, and one waited forever for its
 - a GET after a reader left before the end (a dropped connection) goes on to Gradio, which
   sends what was not yet sent: a retry after a network blip still gets its result;
 - a GET of an event id Gradio does not know gets Gradio's error event with words instead of its
-  bare "404: Not Found" (only in a stream without Content-Length, as Gradio's is).
+  bare "404: Not Found" (only in a stream without Content-Length, as Gradio's is);
+- a GET of an event that was not made by a REST call (the page's or gradio_client's, which joined
+  the queue with a session of their own) gets that same answer: Gradio looks the event up by id
+  alone and streamed its result to the GET, which took it from its own client, left waiting
+  forever (helper-82). A REST call's event is its own session (Gradio names it by its id).
 
 Up to :data:`_REMEMBERED` event ids are remembered (about 1 MB), the oldest forgotten first.
 """
@@ -37,8 +41,9 @@ _UNKNOWN = json.dumps("404: No call with this event id is waiting here: event id
 class OneReaderPerResult:
     """Pure ASGI middleware; anything that is not a GET of a REST call's result passes through."""
 
-    def __init__(self, app) -> None:
-        self.app = app
+    def __init__(self, app, owner_of=lambda event_id: None) -> None:
+        """``owner_of(event_id)``: the session_hash of the event while Gradio knows it, else None."""
+        self.app, self.owner_of = app, owner_of
         self._events: collections.OrderedDict[str, str] = collections.OrderedDict()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -47,6 +52,9 @@ class OneReaderPerResult:
             await self.app(scope, receive, send)
             return
         event_id = match.group(1)
+        if self.owner_of(event_id) not in (None, event_id):  # another session's event
+            await _error(send, json.loads(_UNKNOWN))
+            return
         state = self._events.get(event_id)
         if state == _DELIVERED:
             await _error(send, "This event has ended: its result was sent to an earlier GET, or that GET closed "

@@ -10,7 +10,7 @@
   const zh = (navigator.language || "").toLowerCase().startsWith("zh");
   const TEXT = zh ? {
     logged_out: "登录已失效（可能在其他标签页中退出了登录，或登录已过期）：此页面无法再发送或接收任何内容，" +
-                "监控数据也不再更新。请刷新页面重新登录（如需保留文字，请先复制）。",
+                "监控数据也不再更新。请刷新页面重新登录（文字和设置会在此标签页中保留 15 分钟）。",
     restored_running: "与服务器的连接中断，请求未完成，页面已在连接恢复后自动刷新（Gradio 的做法）。" +
                       "文字、设置和参考音频已恢复：请再次点击“生成”。",
     restored: "与服务器的连接中断，页面已在连接恢复后自动刷新（Gradio 的做法）。文字、设置和参考音频已恢复。",
@@ -25,7 +25,7 @@
   } : {
     logged_out: "Your login has ended (you logged out in another tab, or it expired): this page can no longer " +
                 "send or receive anything, and the monitor has stopped updating. Reload the page to log in " +
-                "again (copy your text first if you want to keep it).",
+                "again (your text and settings are kept in this tab for 15 minutes).",
     restored_running: "The connection to the server dropped while your request ran, so it did not finish, and " +
                       "the page reloaded once the server answered again (Gradio does so). Your text, settings " +
                       "and prompt audio are back: press Generate to run it again.",
@@ -135,7 +135,9 @@
     if (link) saved.prompt = link.href;
     else if (document.querySelector("#prompt_audio audio")) saved.prompt = "";
     if (carried) {
-      saved.running = saved.running || carried.running;
+      // Only for a reload soon after the restore: later ones said again and again that a request
+      // had been cut off, though none ran (helper-84).
+      saved.running = saved.running || (carried.running && Date.now() < carried.until);
       if (!saved.prompt && carried.prompt) saved.prompt = carried.prompt;  // still being uploaded
       if (!saved.result && carried.result) saved.result = carried.result;
     }
@@ -216,7 +218,7 @@
     } else {  // there was none
       text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back);
     }
-    carried = {...(carried || {}), running: !!saved.running};
+    carried = {...(carried || {}), running: !!saved.running, until: Date.now() + 10000};
     const el = note("connection_note", text, document.getElementById("generate"));
     if (el && typeof saved.result === "string" && ownFile(saved.result)) {
       // Gone after a restart of the server (a clean stop empties its folder) or --temp-file-ttl:

@@ -737,6 +737,8 @@ def test_a_login_that_ended_is_said_once(browser, tmp_path):
         note = page.locator("#login_ended")
         note.wait_for(timeout=15_000)
         assert "login has ended" in note.inner_text() and "Reload the page" in note.inner_text()
+        # Not "copy your text first": it is kept, and comes back after the login (helper-84).
+        assert "kept in this tab for 15 minutes" in note.inner_text(), note.inner_text()
         assert page.locator("#login_ended").count() == 1
 
 
@@ -823,6 +825,12 @@ def test_a_second_reload_in_a_row_keeps_the_prompt_and_the_word_that_a_request_w
     note.wait_for(timeout=30_000)
     assert "did not finish" in note.inner_text() and "could not" not in note.inner_text(), note.inner_text()
     page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
+    # A reload later on, with no request run since, does not say it again (helper-84).
+    page.wait_for_timeout(11_000)
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    assert "reloaded or opened again" in note.inner_text() and "did not finish" not in note.inner_text(), note.inner_text()
 
 
 def test_a_reload_after_a_refusal_does_not_say_the_request_was_cut_off(browser, app):
