@@ -58,6 +58,9 @@ def _event_owner(demo: gr.Blocks, event_id: str) -> str | None:
     return None
 
 
+SESSION_STATES = 1000  # sessions whose Gradio state is kept in memory (Gradio's default: 10,000)
+
+
 def _forget_unreadable_sessions(demo: gr.Blocks) -> None:
     """Drop Gradio's lists of unanswered events (``Queue.pending_event_ids_session``) of sessions
     whose message queue its LRU (``pending_messages_per_session``, 2,000 sessions) has dropped:
@@ -152,6 +155,11 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     # which /gradio_api/file= serves: it gave anyone the web process's pid (helper-51).
     claim_file = os.path.join(temp_space.folder, CLAIM_FILE)
     page_js = PAGE_JS.replace("__APP_PORT__", str(settings.port))  # the SSH tunnel the microphone note names
+    # Gradio keeps a state of about 100 KB for each session it has seen, up to 10,000 of them: a
+    # script joining with new session hashes and never reading grew the web process by 585 MiB in
+    # 6,000 joins, for good (helper-82; /tmp measurement in the session note). No page state lives
+    # there (no gr.State): a tab whose state was dropped gets a fresh one at its next event.
+    demo.state_session_capacity = SESSION_STATES
     mounted = gr.mount_gradio_app(app, demo, path="/", i18n=I18N, auth=auth, blocked_paths=[claim_file],
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
