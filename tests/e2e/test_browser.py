@@ -770,6 +770,14 @@ def test_keyboard_focus_is_visible_on_the_slider_and_the_presets(browser, app):
         assert style == "solid", (selector, style)
 
 
+def _reload_and_read_the_note(page) -> str:
+    """Reload ``page`` and return the restore's note once it is shown."""
+    page.reload()
+    note = page.locator("#connection_note")
+    note.wait_for(timeout=30_000)
+    return note.inner_text()
+
+
 def test_a_reload_during_a_request_says_so_and_a_page_left_at_once_keeps_the_text(browser, app):
     """F5 during a request brought the text back with "The connection to the server dropped", which
     it had not; and a second page of the app that took the saved text and was left at once (Back)
@@ -801,11 +809,9 @@ def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, a
     page.locator("#generate").click()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
     page.wait_for_timeout(1500)
-    page.reload()
-    note = page.locator("#connection_note")
-    note.wait_for(timeout=30_000)
-    assert "reloaded or opened again" in note.inner_text() and "did not finish" not in note.inner_text(), note.inner_text()
-    assert note.locator("a").inner_text() == "Download the last result."
+    note = _reload_and_read_the_note(page)
+    assert "reloaded or opened again" in note and "did not finish" not in note, note
+    assert page.locator("#connection_note a").inner_text() == "Download the last result."
 
 
 def test_a_second_reload_in_a_row_keeps_the_prompt_and_the_word_that_a_request_was_cut_off(browser, app):
@@ -827,10 +833,8 @@ def test_a_second_reload_in_a_row_keeps_the_prompt_and_the_word_that_a_request_w
     page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
     # A reload later on, with no request run since, does not say it again (helper-84).
     page.wait_for_timeout(11_000)
-    page.reload()
-    note = page.locator("#connection_note")
-    note.wait_for(timeout=30_000)
-    assert "reloaded or opened again" in note.inner_text() and "did not finish" not in note.inner_text(), note.inner_text()
+    note = _reload_and_read_the_note(page)
+    assert "reloaded or opened again" in note and "did not finish" not in note, note
 
 
 def test_a_reload_after_a_refusal_does_not_say_the_request_was_cut_off(browser, app):
@@ -841,10 +845,8 @@ def test_a_reload_after_a_refusal_does_not_say_the_request_was_cut_off(browser, 
     page.locator("#generate").click()
     page.locator("[data-testid='toast-body']").filter(has_text="English only").first.wait_for(timeout=30_000)
     page.wait_for_timeout(1000)
-    page.reload()
-    note = page.locator("#connection_note")
-    note.wait_for(timeout=30_000)
-    assert "reloaded or opened again" in note.inner_text() and "did not finish" not in note.inner_text(), note.inner_text()
+    note = _reload_and_read_the_note(page)
+    assert "reloaded or opened again" in note and "did not finish" not in note, note
 
 
 def test_a_result_that_is_gone_is_said_to_be_gone_not_linked(browser, app):
