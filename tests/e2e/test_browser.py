@@ -596,24 +596,20 @@ def _generate_and_see_the_message_stay(page, text: str, message: str) -> None:
 
 
 def test_a_busy_refusal_stays_until_closed(browser, tmp_path):
-    """A press turned away because the queue was full showed "The server is busy" for 10 s, then
-    only "Error" badges: a user who looked away could not tell why nothing ran (helper-77)."""
-    import threading
+    """A press turned away as busy showed its reason for 10 s, then only "Error" badges: a user
+    who looked away could not tell why nothing ran (helper-77). Here the tab's second request is
+    over its share of the queue (--max-per-client 1): one tab alone, no other clients to time."""
+    from ..conftest import RunningApp
 
-    from gradio_client import Client
-
-    from ..conftest import RunningApp, wait_for
-
-    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--max-queue", "1",
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--max-per-client", "1",
                      env={"FAULT_ENGINE_DIR": str(tmp_path)})
     try:
         app.wait_healthy()
-        for n in range(2):  # one runs, one waits: the queue is full
-            threading.Thread(target=lambda n=n: Client(app.url, verbose=False).predict(
-                text=f"sleep:30 filler {n}", api_name="/synthesize"), daemon=True).start()
-        wait_for(lambda: app.status()["queue_depth"] >= 1, 30, "the queue to fill")
         page = _page(browser, app)
-        _generate_and_see_the_message_stay(page, "turned away", "The server is busy")
+        page.locator("#text textarea").fill("sleep:40 the request that holds this tab's place")
+        page.locator("#generate").click()
+        page.wait_for_function("document.querySelector('#monitor_status').innerText.includes('busy')", timeout=30_000)
+        _generate_and_see_the_message_stay(page, "turned away", "You already have 1 request waiting or running")
         page.close()
     finally:
         app.stop()
