@@ -25,6 +25,7 @@ from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessio
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
 from .guards.precise_cancel import PreciseCancel
+from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.temp_space import TempSpace, UploadSpace
@@ -90,8 +91,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     synthesis_events: set[int] = set()  # filled once the page is built, below
     browser_only_events: set[int] = set()  # likewise
     app.add_middleware(NumberArrivals, arrived=handlers.service.arrived,  # a tab's presses queue in order
-                       numbered=synthesis_events, browser_only=browser_only_events,
-                       forget=lambda: _forget_unreadable_sessions(demo))
+                       numbered=synthesis_events)
+    app.add_middleware(RefuseUnusableJoins, browser_only=browser_only_events,  # Gradio would mishandle these
+                       forget=lambda: _forget_unreadable_sessions(demo))  # and answers no one can read go
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client

@@ -66,6 +66,18 @@ async def read_body(receive) -> bytes:
     return b"".join(chunks)
 
 
+async def read_json(receive) -> tuple[bytes, dict | None]:
+    """The whole request body, and the JSON object it holds (None when it is not one: the app
+    below answers a malformed body itself). The one parser of the queue/join and cancel bodies
+    the guards look into (``{"session_hash", "fn_index", "event_id", ...}``)."""
+    body = await read_body(receive)
+    try:
+        payload = json.loads(body)
+    except ValueError:  # UnicodeDecodeError too
+        return body, None
+    return body, payload if isinstance(payload, dict) else None
+
+
 def replay(body: bytes, receive):
     """A ``receive`` for the app below that first gives ``body`` whole, then waits on ``receive``."""
     sent = False

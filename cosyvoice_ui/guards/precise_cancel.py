@@ -27,7 +27,7 @@ import asyncio
 import json
 import logging
 
-from .asgi_requests import answer_json, logged_in, read_body, replay, with_length
+from .asgi_requests import answer_json, logged_in, read_json, replay, with_length
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,8 @@ class PreciseCancel:
         if scope["type"] != "http" or scope.get("method") != "POST" or route_path(scope) != "/gradio_api/cancel":
             await self.app(scope, receive, send)
             return
-        body = await read_body(receive)
-        try:
-            payload = json.loads(body)
-            task_name = f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}"
-        except (ValueError, TypeError, KeyError):
+        body, payload = await read_json(receive)
+        if payload is not None and not {"session_hash", "fn_index", "event_id"} <= payload.keys():
             payload = None  # Gradio answers a malformed body (422)
         if payload is not None:
             if not await logged_in(self.app, scope, "/gradio_api/cancel"):
@@ -69,7 +66,8 @@ class PreciseCancel:
             if owner != payload["session_hash"]:  # None too: an id Gradio does not know
                 await answer_json(send, 404, NOT_YOURS)
                 return
-            cancelled = await cancel_task_named(task_name)
+            cancelled = await cancel_task_named(
+                f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}")
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
         await self.app(with_length(scope, len(body)), replay(body, receive), send)

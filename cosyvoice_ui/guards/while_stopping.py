@@ -14,10 +14,10 @@ the page as "This application is currently busy. Please try again."
 
 from __future__ import annotations
 
-import json
 from typing import Callable
 
-from .asgi_requests import answer_json, read_body
+from .asgi_requests import answer_json, read_json
+from .queue_join import is_join
 
 MESSAGE = "The application is shutting down and takes no new requests. Try again shortly."
 
@@ -44,11 +44,9 @@ class RefuseWhileStopping:
                 self.on_refused(path)
                 await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
                 return
-            if path.rstrip("/").endswith("/queue/join") and self.joins_closed():
-                try:
-                    fn_index = json.loads(await read_body(receive)).get("fn_index")
-                except (ValueError, AttributeError):
-                    fn_index = None
+            if is_join(scope) and self.joins_closed():
+                _, payload = await read_json(receive)
+                fn_index = payload.get("fn_index") if payload else None
                 self.on_refused(path, fn_index)
                 await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
                 return

@@ -1,0 +1,71 @@
+"""ASGI middleware: a ``POST .../queue/join`` that Gradio would mishandle is refused at the door,
+and Gradio's lists of answers no one can read are pruned as joins arrive.
+
+- An empty ``session_hash`` (400): Gradio files its event under the event's own id and its
+  messages under "", so its lookup failed (KeyError), the caller got a 404 naming a random id as
+  an ``fn_index`` and the log a traceback (helper-76).
+- A ``session_hash`` longer than :data:`MAX_SESSION_CHARS` (400): Gradio keeps every session's
+  list of unanswered events, keyed by the hash, until its stream reads them, and unread joins with
+  1 MB hashes grew the web process by 1.1 GB in a minute, for good (helper-82).
+- A join of one of the page's browser-only events (no server function; 404): Gradio queued it
+  and logged a 14-line traceback for each (helper-82: 4,500 joins, 3.7 MB of log).
+
+Every :data:`FORGET_EVERY` joins, the lists of sessions whose messages Gradio's own LRU has
+already dropped (answers no one can read any more) are dropped too (``forget``).
+"""
+
+from __future__ import annotations
+
+from .asgi_requests import answer_json, read_json, replay, with_length
+
+MAX_SESSION_CHARS = 128  # the page's are 11 characters, gradio_client's 36 (a UUID)
+FORGET_EVERY = 64  # joins
+LONG_SESSION = (f"The session_hash is longer than {MAX_SESSION_CHARS} characters: send a short random id "
+                "(gradio_client and the page make one of 11-36 characters).")
+EMPTY_SESSION = ("The session_hash is empty: a join needs an id of its own for its session, the same one the "
+                 "client then reads with GET /gradio_api/queue/data?session_hash=... (gradio_client and the page "
+                 "make one; any random string of letters and digits does).")
+
+
+def is_join(scope) -> bool:
+    """True for an HTTP ``POST`` to Gradio's ``.../queue/join``."""
+    return (scope["type"] == "http" and scope["method"] == "POST"
+            and scope.get("path", "").rstrip("/").endswith("/queue/join"))
+
+
+class RefuseUnusableJoins:
+    """Pure ASGI middleware; anything that is not a join passes through untouched.
+
+    Args:
+        app: the ASGI app inside.
+        browser_only: the ``fn_index`` values of events with no server function (filled in once
+            the page is built).
+        forget: called every :data:`FORGET_EVERY` joins to drop Gradio's lists of unanswered
+            events that can no longer be read (``server._forget_unreadable_sessions``).
+    """
+
+    def __init__(self, app, browser_only: set[int] = frozenset(), forget=lambda: None) -> None:
+        self.app, self.browser_only, self.forget = app, browser_only, forget
+        self._joins = 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        if not is_join(scope):
+            await self.app(scope, receive, send)
+            return
+        body, payload = await read_json(receive)
+        session, fn_index = (payload.get("session_hash"), payload.get("fn_index")) if payload else (None, None)
+        if session == "":
+            await answer_json(send, 400, EMPTY_SESSION)
+            return
+        if isinstance(session, str) and len(session) > MAX_SESSION_CHARS:
+            await answer_json(send, 400, LONG_SESSION)
+            return
+        if isinstance(fn_index, int) and fn_index in self.browser_only:
+            await answer_json(send, 404, f"The event with fn_index {fn_index} runs in the browser only; the "
+                                         "server has nothing to run for it. Call the endpoints listed at "
+                                         "GET /gradio_api/info by name.")
+            return
+        self._joins += 1
+        if self._joins % FORGET_EVERY == 0:
+            self.forget()
+        await self.app(with_length(scope, len(body)), replay(body, receive), send)
