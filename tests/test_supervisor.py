@@ -552,12 +552,24 @@ def test_withdrawn_running_request_stops_before_its_next_segment(fault_superviso
 
 
 def test_withdrawn_during_its_last_segment_is_recorded_abandoned(fault_supervisor):
+    """...and the monitor does not count it among the runs whose audio reached a client
+    ("completed N" did: helper-78)."""
+    from cosyvoice_ui.ui.formatting import status_markdown
+
+    before = fault_supervisor.status()
     future = fault_supervisor.submit(SynthesisRequest(text="sleep:1 the only segment"))
     _wait_in_flight(fault_supervisor)
     fault_supervisor.withdraw(future)
     future.result(timeout=30)  # made (a started segment is not cut short), for no one
     record = fault_supervisor.ledger.records()[-1]
     assert record.outcome == "abandoned" and record.audio_s > 1.0, record
+    after = fault_supervisor.status()
+    assert after["completed"] == before["completed"] + 1, after
+    assert after["completed_with_audio"] == before["completed_with_audio"], after
+    fault_supervisor.synthesize(SynthesisRequest(text="one for someone"))
+    status = fault_supervisor.status()
+    assert (f"runs ended {before['completed'] + 2} ({before['completed_with_audio'] + 1} with audio)"
+            in status_markdown(status, None, None))
 
 
 def test_withdrawn_while_its_crashed_worker_is_replaced_is_not_run_again(tmp_path, monkeypatch):

@@ -94,7 +94,9 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
     lines = [f"**Worker:** {state} · pid {status.get('pid') or '-'} · engine `{status['engine']}` · "
              f"device `{status.get('device')}` · dtype `{status.get('dtype') or '-'}`",
              f"**Queue:** {status['queue_depth']} waiting (limit {status['max_queue']}) · "
-             f"restarts {status['restarts']} · completed {status['completed']}"]
+             f"restarts {status['restarts']} · runs ended {status['completed']} "
+             # "completed N" counted abandoned and failed runs as if each had made audio (helper-78).
+             f"({status.get('completed_with_audio', 0)} with audio)"]
     if sample is not None and sample.gpus:
         for g in sample.gpus:
             util = f"{g.utilization_gpu_pct}%" if g.utilization_gpu_pct is not None else "n/a"

@@ -198,6 +198,7 @@ class Supervisor:
         self._last_restart: RestartReport | None = None
         self._rerun_for_restart: str | None = None  # a request stopped after the grace, for the report
         self._completed = 0
+        self._with_audio = 0  # of those, the ones whose audio went to a client (ledger "ok")
         self._thread = threading.Thread(target=self._run, name="supervisor", daemon=True)
 
     # -- public API (any thread) -----------------------------------------------------------
@@ -391,7 +392,8 @@ class Supervisor:
                 "queue_depth": sum(1 for j in self._pending if not j.future.cancelled()),
                 "max_queue": self.max_queue,
                 "in_flight": self._inflight.id if self._inflight else None,
-                "completed": self._completed,
+                "completed": self._completed,  # every run the worker ended: ok, failed, stopped
+                "completed_with_audio": self._with_audio,
                 "heartbeat_age_s": round(hb_age, 2) if hb_age is not None else None,
                 "memory": dataclasses.asdict(memory) if memory else None,
                 "last_error": self._last_error,
@@ -861,6 +863,8 @@ class Supervisor:
             if job.abandoned:  # the stop came during the last segment: made, but for no one
                 self._record(job, "abandoned", stats=stats, error="the client left during the last segment")
             else:
+                with self._lock:
+                    self._with_audio += 1
                 self._record(job, "ok", stats=stats)
             job.future.set_result((output, stats))
             if stats.memory_after_bytes is not None:
