@@ -323,7 +323,14 @@ class Handlers:
         """The page's Restart: first what the restart waits for, then the report. Gradio's own
         progress showed an estimate from earlier, quicker restarts ("processing | 21.6/2.5s")
         while the press waited for a running request (seventeenth newcomer session)."""
-        self._refuse_within_cooldown()  # before saying "restarting" (restart() checks again)
+        try:
+            self._refuse_within_cooldown()  # before saying "restarting" (restart() checks again)
+        except gr.Error as e:
+            # As an error, the refusal also marked the Restart box "Error" for good, over the last
+            # report, which is still true (helper-77); the pop-up says why and for how long.
+            gr.Warning(e.message, duration=e.duration, title=e.title)
+            yield gr.skip()
+            return
         yield formatting.restart_pending_markdown(self.supervisor.status()["in_flight"] is not None,
                                                   self.settings.restart_grace_s)
         try:

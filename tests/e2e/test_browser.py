@@ -113,6 +113,13 @@ def test_upload_preset_generate_restart(browser, app):
     page.wait_for_function(f"document.querySelector('#stats').innerText.includes('{new_pid}')",
                            timeout=90_000)
     _shot(page, "04-generated-again")
+    # A press within --restart-cooldown: a pop-up says why; the box keeps the last report, not
+    # a bare "Error" (helper-77).
+    page.locator("#restart").click()
+    page.get_by_text(re.compile("Restart is allowed once every")).first.wait_for(timeout=15_000)
+    page.wait_for_timeout(500)
+    box = page.locator("#restart_result").inner_text()
+    assert "Restarted in" in box and "Error" not in box, box
 
 
 def test_invalid_upload_shows_readable_error_and_page_still_works(browser, app, tmp_path):
