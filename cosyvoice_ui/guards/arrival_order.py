@@ -13,7 +13,7 @@ Joins Gradio would mishandle are refused before they get here (``guards/queue_jo
 from __future__ import annotations
 
 from .asgi_requests import read_json, replay, with_length
-from .queue_join import is_join
+from .queue_join import is_join, join_fields
 
 ARRIVAL_HEADER = "x-cosyvoice-ui-arrival"
 _HEADER = ARRIVAL_HEADER.encode()
@@ -44,7 +44,7 @@ class NumberArrivals:
             await self.app(scope, receive, send)
             return
         body, payload = await read_json(receive)
-        session, fn_index = (payload.get("session_hash"), payload.get("fn_index")) if payload else (None, None)
-        if isinstance(session, str) and session and isinstance(fn_index, int) and fn_index in self.numbered:
+        session, fn_index = join_fields(payload)
+        if isinstance(session, str) and session and fn_index in self.numbered:
             scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))
         await self.app(with_length(scope, len(body)), replay(body, receive), send)

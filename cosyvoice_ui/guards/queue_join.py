@@ -16,10 +16,13 @@ already dropped (answers no one can read any more) are dropped too (``forget``).
 
 from __future__ import annotations
 
+import pydantic
+
 from .asgi_requests import answer_json, read_json, replay, with_length
 
 MAX_SESSION_CHARS = 128  # the page's are 11 characters, gradio_client's 36 (a UUID)
 FORGET_EVERY = 64  # joins
+_AS_INT = pydantic.TypeAdapter(int)
 LONG_SESSION = (f"The session_hash is longer than {MAX_SESSION_CHARS} characters: send a short random id "
                 "(gradio_client and the page make one of 11-36 characters).")
 EMPTY_SESSION = ("The session_hash is empty: a join needs an id of its own for its session, the same one the "
@@ -31,6 +34,19 @@ def is_join(scope) -> bool:
     """True for an HTTP ``POST`` to Gradio's ``.../queue/join``."""
     return (scope["type"] == "http" and scope["method"] == "POST"
             and scope.get("path", "").rstrip("/").endswith("/queue/join"))
+
+
+def join_fields(payload: dict | None) -> tuple[object, int | None]:
+    """A join body's ``session_hash`` (as sent) and its ``fn_index`` read as Gradio reads it
+    (pydantic's lax int: ``"5"``, ``5.0`` and ``"5.0"`` are 5), or None when it is none. A string
+    skipped the checks and the arrival numbering, and still ran (helper-82)."""
+    if not payload:
+        return None, None
+    try:
+        fn_index = _AS_INT.validate_python(payload.get("fn_index"))
+    except pydantic.ValidationError:
+        fn_index = None
+    return payload.get("session_hash"), fn_index
 
 
 class RefuseUnusableJoins:
@@ -53,14 +69,14 @@ class RefuseUnusableJoins:
             await self.app(scope, receive, send)
             return
         body, payload = await read_json(receive)
-        session, fn_index = (payload.get("session_hash"), payload.get("fn_index")) if payload else (None, None)
+        session, fn_index = join_fields(payload)
         if session == "":
             await answer_json(send, 400, EMPTY_SESSION)
             return
         if isinstance(session, str) and len(session) > MAX_SESSION_CHARS:
             await answer_json(send, 400, LONG_SESSION)
             return
-        if isinstance(fn_index, int) and fn_index in self.browser_only:
+        if fn_index in self.browser_only:
             await answer_json(send, 404, f"The event with fn_index {fn_index} runs in the browser only; the "
                                          "server has nothing to run for it. Call the endpoints listed at "
                                          "GET /gradio_api/info by name.")
