@@ -28,6 +28,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
+from .guards.session_streams import OneStreamPerSession
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -95,6 +96,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(RefuseUnusableJoins, browser_only=browser_only_events,  # Gradio would mishandle these
                        forget=lambda: _forget_unreadable_sessions(demo))  # and answers no one can read go
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
+    app.add_middleware(OneStreamPerSession,  # a session's messages go to one reader, a REST call's to its GET
+                       owner_of=lambda event_id: _event_owner(demo, event_id))
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in

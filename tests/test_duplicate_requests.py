@@ -261,3 +261,53 @@ def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
                     completed = json.loads(line[len("data:"):])
                     break
         assert completed and completed["success"] and completed["output"]["data"][0] is not None, completed
+
+
+def _first_message(url: str, session_hash: str) -> dict:
+    """The first message of ``GET queue/data?session_hash=...``; the stream is closed after it
+    (a reader that leaves: Gradio ends that session's requests when its reader disconnects)."""
+    import json
+
+    import httpx
+
+    with httpx.stream("GET", url + "gradio_api/queue/data", params={"session_hash": session_hash},
+                      timeout=15) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                return json.loads(line[len("data:"):])
+    return {}
+
+
+def test_a_stranger_cannot_read_or_end_another_sessions_stream(tmp_path):
+    """Gradio hands a session's messages to whoever reads ``queue/data`` with its session_hash and
+    ends its requests when that reader leaves: a stranger with a visitor's session_hash took the
+    result (the visitor waited forever), or opened and closed the stream, which cancelled the
+    visitor's request (helper-85). A second reader is refused; the visitor gets its audio."""
+    with _fault_app(tmp_path) as app:
+        visitor = Client(app.url, verbose=False)
+        job = visitor.submit(text="sleep:8 the visitor's own words", api_name="/synthesize")
+        time.sleep(1.0)  # joined, and its stream is open
+        for _ in range(2):  # each is refused after a 2 s wait for the visitor's stream to end
+            message = _first_message(app.url, visitor.session_hash)
+            assert message.get("msg") == "unexpected_error", message
+            assert "Another connection is reading this session's messages" in message["message"], message
+        _, stats = job.result(timeout=30)
+        assert stats["audio_s"] > 1.0
+        # The session's own next stream (a new request after the last one's stream closed) is taken.
+        assert visitor.predict(text="sleep:0.5 and once more", api_name="/synthesize")[1]["audio_s"] > 1.0
+
+
+def test_a_rest_calls_messages_are_read_only_through_its_own_get(tmp_path):
+    """A REST call's session is its event id: a stranger reading ``queue/data`` with that id and
+    leaving ended the call, whose GET then got only heartbeats (helper-85)."""
+    import httpx
+
+    from .gradio_http import endpoint_data
+
+    with _fault_app(tmp_path) as app:
+        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the caller's own words")}
+        event_id = httpx.post(app.url + "gradio_api/call/synthesize", json=body, timeout=10).json()["event_id"]
+        message = _first_message(app.url, event_id)
+        assert message.get("msg") == "unexpected_error" and "REST call's event id" in message["message"], message
+        result = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
+        assert "event: complete" in result and "speech-" in result, result

@@ -95,3 +95,12 @@ def with_length(scope, length: int) -> dict:
     """``scope`` with its Content-Length header set to ``length`` (a body read and rewritten)."""
     headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
     return {**scope, "headers": headers + [(b"content-length", str(length).encode())]}
+
+
+def route_path(scope) -> str:
+    """The path Starlette routes by: the request's path without its root path (a proxy's prefix,
+    ``guards/forwarded_prefix.py``) when the proxy kept it. Matching the path's end instead took
+    ``/anything/gradio_api/cancel`` for a cancel and answered it 401 without --auth (Gradio: 404;
+    helper-74)."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root + "/") else path

@@ -27,7 +27,7 @@ import asyncio
 import json
 import logging
 
-from .asgi_requests import answer_json, logged_in, read_json, replay, with_length
+from .asgi_requests import answer_json, logged_in, read_json, replay, route_path, with_length
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +71,6 @@ class PreciseCancel:
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)
             body = json.dumps({**payload, "fn_index": _NO_FUNCTION}).encode()
         await self.app(with_length(scope, len(body)), replay(body, receive), send)
-
-
-def route_path(scope) -> str:
-    """The path Starlette routes by: the request's path without its root path (a proxy's prefix,
-    ``guards/forwarded_prefix.py``) when the proxy kept it. Matching the path's end instead took
-    ``/anything/gradio_api/cancel`` for a cancel and answered it 401 without --auth (Gradio: 404;
-    helper-74)."""
-    path, root = scope.get("path", ""), scope.get("root_path", "")
-    return path[len(root):] if root and path.startswith(root + "/") else path
 
 
 async def cancel_task_named(name: str) -> int:
