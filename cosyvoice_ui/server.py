@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
+from .guards.component_server import KnownServerFunctions
 from .guards import failed_uploads
 from .guards.expired_files import ExpiredFiles
 from .guards import forwarded_prefix
@@ -98,6 +99,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(OneStreamPerSession,  # a session's messages go to one reader, a REST call's to its GET
                        owner_of=lambda event_id: _event_owner(demo, event_id))
+    server_functions: dict[int, set[str]] = {}  # likewise
+    app.add_middleware(KnownServerFunctions, functions=server_functions)  # an unknown one: 404, not a 500
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in
@@ -152,6 +155,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
     browser_only_events.update(i for i, fn in demo.fns.items() if fn.fn is None)
+    server_functions.update({i: {fn.__name__ for fn in getattr(block, "server_fns", ())}
+                             for i, block in demo.blocks.items()})
     # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
     demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)

@@ -357,6 +357,20 @@ def test_a_join_with_a_huge_session_hash_or_a_browser_only_event_is_refused(app)
     assert not any("Traceback" in line for line in log.new_lines())
 
 
+def test_a_component_server_call_for_no_function_is_a_404_with_words(app):
+    """An unknown component_id was a bare 500 and a 100-line KeyError traceback (helper-85)."""
+    log = LogWatch(app)
+    config = httpx.get(app.url + "config", timeout=30).json()
+    real_id = config["components"][0]["id"]
+    for component_id, fn_name in ((9999, "ls"), (-1, "ls"), (real_id, "ls"), (str(real_id), "__init__")):
+        r = httpx.post(app.url + "gradio_api/component_server", timeout=30,
+                       json={"session_hash": "s1", "component_id": component_id, "fn_name": fn_name, "data": []})
+        assert r.status_code == 404 and "has no server function" in r.json()["detail"], (component_id, r.text)
+    time.sleep(1.0)
+    assert not any("Traceback" in line for line in log.new_lines())
+    assert gh.http_get(app.url + "healthz")[0] == 200
+
+
 def test_unreadable_sessions_are_forgotten():
     """Gradio's lists of unanswered events of sessions whose messages its LRU dropped were never
     emptied: they grew with every session that joined and never read (helper-82)."""
