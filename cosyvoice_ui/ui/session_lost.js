@@ -11,7 +11,7 @@
   const TEXT = zh ? {
     logged_out: "登录已失效（可能在其他标签页中退出了登录，或登录已过期）：此页面无法再发送或接收任何内容，" +
                 "监控数据也不再更新。请刷新页面重新登录（文字和设置会在此标签页中保留 15 分钟）。",
-    restored_running: "与服务器的连接中断，请求未完成，页面已在连接恢复后自动刷新（Gradio 的做法）。" +
+    restored_running: "请求等待或进行期间与服务器的连接中断，请求未完成，页面已在连接恢复后自动刷新（Gradio 的做法）。" +
                       "文字、设置和参考音频已恢复：请再次点击“生成”。",
     restored: "与服务器的连接中断，页面已在连接恢复后自动刷新（Gradio 的做法）。文字、设置和参考音频已恢复。",
     left_running: "请求等待或进行期间页面被刷新或离开，因此请求未完成（页面离开后服务器会停止它）。" +
@@ -19,6 +19,7 @@
     left: "页面已刷新或重新打开。文字、设置和参考音频已恢复。",
     no_prompt: "参考音频无法恢复，请重新上传或录制。",
     prompt_back: "文字、设置和参考音频已恢复",
+    prompt_coming: "文字和设置已恢复，参考音频正在重新上传（“生成”会等待上传完成）",
     no_prompt_back: "文字和设置已恢复",
     last_result: "下载上一次的结果。",
     result_gone: "上一次的结果已不在服务器上（服务器已重启，或文件已过期）。",
@@ -26,9 +27,9 @@
     logged_out: "Your login has ended (you logged out in another tab, or it expired): this page can no longer " +
                 "send or receive anything, and the monitor has stopped updating. Reload the page to log in " +
                 "again (your text and settings are kept in this tab for 15 minutes).",
-    restored_running: "The connection to the server dropped while your request ran, so it did not finish, and " +
-                      "the page reloaded once the server answered again (Gradio does so). Your text, settings " +
-                      "and prompt audio are back: press Generate to run it again.",
+    restored_running: "The connection to the server dropped while your request was waiting or running, so it " +
+                      "did not finish, and the page reloaded once the server answered again (Gradio does so). " +
+                      "Your text, settings and prompt audio are back: press Generate to run it again.",
     restored: "The connection to the server dropped, and the page reloaded once the server answered again " +
               "(Gradio does so). Your text, settings and prompt audio are back.",
     left_running: "The page was reloaded or left while your request was waiting or running, so it did not " +
@@ -37,6 +38,8 @@
     left: "The page was reloaded or opened again. Your text, settings and prompt audio are back.",
     no_prompt: "The prompt audio could not be brought back: upload or record it again.",
     prompt_back: "Your text, settings and prompt audio are back",
+    prompt_coming: "Your text and settings are back, and the prompt audio is being uploaded again (Generate " +
+                   "waits for it)",
     no_prompt_back: "Your text and settings are back",
     last_result: "Download the last result.",
     result_gone: "The last result is no longer on the server (it was restarted, or the file expired).",
@@ -103,9 +106,19 @@
     hadAnswer = has;
     if (stillRunning()) {
       lastRunning = Date.now();
-      if (carried) carried.running = false;  // a new request: the note's is over
+      if (carried && carried.until) {  // a new request after the restore: the note's is over
+        // Its "did not finish" stayed beside the new request's result (helper-86).
+        if (carried.running) document.getElementById("connection_note")?.remove();
+        carried.running = false;
+      }
     }
-    if (carried && document.querySelector("#prompt_audio a[href*='/file=']")) carried.prompt = undefined;
+    if (carried && carried.prompt && document.querySelector("#prompt_audio a[href*='/file=']")) {
+      carried.prompt = undefined;
+      // Only now is the prompt back: on a slow link the note said so 16 s before it was (helper-86).
+      const el = document.getElementById("connection_note");
+      if (el && carried.whenBack && el.firstChild) el.firstChild.nodeValue = carried.whenBack;
+      carried.whenBack = undefined;
+    }
   };
   setInterval(look, 250);
   let leaving = false;
@@ -209,6 +222,8 @@
         files.items.add(new File([blob], name, {type: blob.type || "audio/wav"}));
         input.files = files.files;
         input.dispatchEvent(new Event("change", {bubbles: true}));
+        carried.whenBack = text;  // the note's words once the upload is done (look)
+        text = text.replace(TEXT.prompt_back, TEXT.prompt_coming);
       } catch (err) {
         carried.prompt = undefined;
         noPrompt();

@@ -718,6 +718,8 @@ def test_a_dropped_connection_keeps_the_visitors_text_settings_and_prompt(browse
     stats = _stats_text(page)
     # The seed's note comes only for a seed other than -1 (the embedded CPU engine cannot apply one).
     assert re.search(r'prompt_s\W*[0-9]', stats) and "calm" in stats and "seed was not applied" in stats, stats
+    # The note's "did not finish" ended with the new request: it stayed beside its result (helper-86).
+    assert page.locator("#connection_note").count() == 0
 
 
 def test_a_login_that_ended_is_said_once(browser, tmp_path):
@@ -802,6 +804,24 @@ def test_a_reload_during_a_request_says_so_and_a_page_left_at_once_keeps_the_tex
     page.go_back()
     page.wait_for_function("document.querySelector('#text textarea') && document.querySelector('#text textarea').value"
                            f" === {text!r}", timeout=30_000)
+
+
+def test_on_a_slow_link_the_note_says_the_prompt_is_back_only_once_it_is(browser, app):
+    """After a reload on a slow link the note said the prompt audio was back 16 s before the upload
+    that brings it back had ended (helper-86). Until then it says the upload is under way."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "cv_cross_lingual_prompt.wav"))
+    page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
+    page.locator("#text textarea").fill("Kept over a reload on a slow link.")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions",  # 606 KB up at 100 KB/s: about 6 s
+             {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 100_000})
+    note = _reload_and_read_the_note(page)
+    assert "prompt audio is being uploaded again" in note and "prompt audio are back" not in note, note
+    page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=60_000)
+    page.wait_for_function("document.getElementById('connection_note').innerText.includes('prompt audio are back')",
+                           timeout=5_000)
 
 
 def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, app):
