@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pydantic
+
 
 async def answer_json(send, status: int, detail: str, *, close: bool = False,
                       headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
@@ -76,6 +78,18 @@ async def read_json(receive) -> tuple[bytes, dict | None]:
     except ValueError:  # UnicodeDecodeError too
         return body, None
     return body, payload if isinstance(payload, dict) else None
+
+
+_INT = pydantic.TypeAdapter(int)
+
+
+def lax_int(value) -> int | None:
+    """``value`` as an int the way Gradio's request models read one (pydantic's lax mode: ``"5"``,
+    ``5.0`` and ``"5.0"`` are 5), or None when it is none (a list, ``"five"``, 5.5, null)."""
+    try:
+        return _INT.validate_python(value)
+    except pydantic.ValidationError:
+        return None
 
 
 def replay(body: bytes, receive):

@@ -11,12 +11,9 @@ Gradio gives ("Function not found.") for a real component without one.
 
 from __future__ import annotations
 
-import pydantic
-
-from .asgi_requests import answer_json, logged_in, read_json, replay, route_path, with_length
+from .asgi_requests import answer_json, lax_int, logged_in, read_json, replay, route_path, with_length
 
 ROUTE = "/gradio_api/component_server"
-_AS_INT = pydantic.TypeAdapter(int)
 
 
 class KnownServerFunctions:
@@ -36,10 +33,7 @@ class KnownServerFunctions:
             await self.app(scope, receive, send)
             return
         body, payload = await read_json(receive)
-        try:
-            component_id = _AS_INT.validate_python(payload.get("component_id")) if payload else None
-        except pydantic.ValidationError:
-            component_id = None
+        component_id = lax_int(payload.get("component_id")) if payload else None
         fn_name = payload.get("fn_name") if payload else None
         if (component_id is not None and isinstance(fn_name, str)
                 and fn_name not in self.functions.get(component_id, ())

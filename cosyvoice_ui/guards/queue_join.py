@@ -16,13 +16,10 @@ already dropped (answers no one can read any more) are dropped too (``forget``).
 
 from __future__ import annotations
 
-import pydantic
-
-from .asgi_requests import answer_json, read_json, replay, with_length
+from .asgi_requests import answer_json, lax_int, read_json, replay, with_length
 
 MAX_SESSION_CHARS = 128  # the page's are 11 characters, gradio_client's 36 (a UUID)
 FORGET_EVERY = 64  # joins
-_AS_INT = pydantic.TypeAdapter(int)
 LONG_SESSION = (f"The session_hash is longer than {MAX_SESSION_CHARS} characters: send a short random id "
                 "(gradio_client and the page make one of 11-36 characters).")
 EMPTY_SESSION = ("The session_hash is empty: a join needs an id of its own for its session, the same one the "
@@ -42,11 +39,7 @@ def join_fields(payload: dict | None) -> tuple[object, int | None]:
     skipped the checks and the arrival numbering, and still ran (helper-82)."""
     if not payload:
         return None, None
-    try:
-        fn_index = _AS_INT.validate_python(payload.get("fn_index"))
-    except pydantic.ValidationError:
-        fn_index = None
-    return payload.get("session_hash"), fn_index
+    return payload.get("session_hash"), lax_int(payload.get("fn_index"))
 
 
 class RefuseUnusableJoins:
