@@ -106,6 +106,25 @@ def _who(request: gr.Request | None) -> str:
     return f"{who} (user {user})" if user else who
 
 
+class _SegmentProgress:
+    """Gradio's progress bar over a request's segments ("2/5 segment"). Each yield of the handler
+    (every 0.25 s while it waits: :class:`synthesis.Waiting`) replaced the bar with the outputs, so
+    it showed for a moment after each segment and the page looked idle in between (helper-86):
+    it is shown again after each yield."""
+
+    def __init__(self, progress) -> None:
+        self.progress, self.shown = progress, None
+
+    def update(self, event) -> None:
+        if event.total > 1:
+            self.shown = (event.done, event.total)
+            self.again()
+
+    def again(self) -> None:
+        if self.shown is not None:
+            self.progress(self.shown, desc="segments", unit="segment")
+
+
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None,
@@ -185,15 +204,17 @@ class Handlers:
         # a press carrying a prompt after a later one without (helper-52).
         with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):
             yield None, None
+            shown = _SegmentProgress(progress)
             for event in self._events(*fields, client_id=client_id, turn=turn, for_page=for_page):
-                if isinstance(event, synthesis.Progress) and event.total > 1:
-                    progress((event.done, event.total), desc="segments", unit="segment")
+                if isinstance(event, synthesis.Progress):
+                    shown.update(event)
                 elif isinstance(event, synthesis.Finished):
                     _show_notes(event.result, for_page)
                     yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
                     return
                 else:
                     yield None, None
+                    shown.again()
             raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
@@ -219,16 +240,19 @@ class Handlers:
         client_id = _session(request)
         with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):  # as in _whole
             yield None, None  # as in synthesize: no earlier result left under a refusal
+            shown = _SegmentProgress(progress)
             for event in self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page):
-                if isinstance(event, synthesis.Progress) and event.total > 1:
-                    progress((event.done, event.total), desc="segments", unit="segment")
+                if isinstance(event, synthesis.Progress):
+                    shown.update(event)
                 elif isinstance(event, synthesis.AudioReady) and len(event.samples):
                     yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
+                    shown.again()
                 elif isinstance(event, synthesis.Finished):
                     _show_notes(event.result, for_page)
                     yield None, event.result
                 elif isinstance(event, synthesis.Waiting):
                     yield None, None
+                    shown.again()
 
     def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None,
                 turn=None, for_page: bool = False):

@@ -770,6 +770,12 @@ class Supervisor:
         # which ends a blocked send.
         threading.Thread(target=_send_quietly, args=(w, msg.Synthesize(request_id=job.id, request=job.request)),
                          name=f"send-{job.id}", daemon=True).start()
+        segments = len(job.request.segments or ())
+        if job.on_progress and segments > 1:  # "0/n" while the first segment runs, not a blank page
+            try:
+                job.on_progress(0, segments)
+            except Exception:  # a UI callback must not stop the dispatcher
+                log.exception("progress callback failed")
         deadline = time.monotonic() + job.timeout_s
         grace_deadline = None
         while True:

@@ -397,6 +397,23 @@ def test_memory_panel_updates_during_synthesis(browser, app):
     assert len(seen) >= 2, seen
 
 
+def test_a_long_request_shows_its_segments_all_along(browser, app):
+    """The segment progress showed for a moment after each segment and the page looked idle in
+    between (each 0.25 s yield replaced it; helper-86); before the first segment it showed nothing."""
+    page = _page(browser, app)
+    page.locator("#text textarea").fill(" ".join(["This long text keeps the worker busy for a while, "
+                                                  "sentence after sentence."] * 8))
+    page.locator("#generate").click()
+    page.wait_for_function("/0\\/\\d+ segment/.test(document.querySelector('#stats').innerText)", timeout=20_000)
+    samples = []
+    for _ in range(30):  # 3 s, within the run
+        samples.append(page.locator("#stats").inner_text())
+        page.wait_for_timeout(100)
+    running = [s for s in samples if "audio_s" not in s]
+    shown = [s for s in running if re.search(r"\d+/\d+ segment", s)]
+    assert len(running) >= 15 and len(shown) >= 0.6 * len(running), samples
+
+
 def test_memory_plot_names_its_lines_and_uses_a_24_hour_clock(browser, app):
     """The legend under the plot (which line is the worker, which the web process) is visible,
     not clipped by the plot's block, and the time axis reads like 21:47:05, not 09 PM."""
