@@ -30,6 +30,7 @@ from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.session_streams import OneStreamPerSession
+from .guards.streamed_input import NoStreamedInput
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -101,6 +102,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        owner_of=lambda event_id: _event_owner(demo, event_id))
     server_functions: dict[int, set[str]] = {}  # likewise
     app.add_middleware(KnownServerFunctions, functions=server_functions)  # an unknown one: 404, not a 500
+    app.add_middleware(NoStreamedInput)  # no event takes streamed input: no one can swap another's
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in

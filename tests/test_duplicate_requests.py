@@ -311,3 +311,38 @@ def test_a_rest_calls_messages_are_read_only_through_its_own_get(tmp_path):
         assert message.get("msg") == "unexpected_error" and "REST call's event id" in message["message"], message
         result = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
         assert "event: complete" in result and "speech-" in result, result
+
+
+def test_a_stranger_cannot_swap_the_inputs_of_a_running_request(tmp_path):
+    """Gradio's ``POST /gradio_api/stream/<event_id>`` (streamed input) hands the posted values to
+    the event by id alone: a stranger replaced a running request's inputs, after which it never
+    answered, or ended with the stranger's error (helper-87). This page has no streamed input."""
+    import json
+    import urllib.request
+    import uuid
+
+    import httpx
+
+    from .gradio_http import endpoint_data
+
+    with _fault_app(tmp_path) as app:
+        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
+        visitor = uuid.uuid4().hex
+        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the visitor's own"), "fn_index": fn_index,
+                "session_hash": visitor, "event_data": None, "trigger_id": None}
+        event_id = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
+        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={visitor}", timeout=60) as stream:
+            time.sleep(0.5)
+            swap = {**body, "data": endpoint_data(app.url, "synthesize", text="a stranger's words"),
+                    "session_hash": uuid.uuid4().hex}
+            for path in (f"gradio_api/stream/{event_id}", f"gradio_api/stream/{event_id}/close"):
+                r = httpx.post(app.url + path, json=swap, timeout=10)
+                assert r.status_code == 404 and "takes no streamed input" in r.json()["detail"], (path, r.text)
+            completed = None
+            for line in stream.iter_lines():
+                if line.startswith("data:") and json.loads(line[len("data:"):]).get("msg") == "process_completed":
+                    completed = json.loads(line[len("data:"):])
+                    break
+        assert completed and completed["success"] and completed["output"]["data"][1]["audio_s"] > 1.0, completed
+        assert "stranger" not in json.dumps(completed["output"]["data"][1]), completed
