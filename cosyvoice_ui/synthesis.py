@@ -231,7 +231,7 @@ class SynthesisService:
                 yield event
         finally:
             if not future.done():  # the client left: withdrawn if queued, stopped early if running
-                self.supervisor.withdraw(future)
+                self.supervisor.withdraw(future, because=getattr(turn, "withdrawn_because", None))
         try:
             output, stats = future.result()
         except UnusablePromptAudio as e:
@@ -320,6 +320,8 @@ class _Turn:
 
     def __init__(self, service: SynthesisService, client_id: str | None, arrival: int | None) -> None:
         self._service, self._client_id, self._done = service, client_id, client_id is None
+        self.arrival: int | None = None
+        self.withdrawn_because: str | None = None  # set by a handler that gives its request up
         if self._done:
             return
         with service._turns:

@@ -551,6 +551,23 @@ def test_withdrawn_running_request_stops_before_its_next_segment(fault_superviso
     assert fault_supervisor.synthesize(SynthesisRequest(text="next"))[1].pid == pid
 
 
+def test_a_request_withdrawn_for_a_reason_says_it_in_the_ledger(fault_supervisor):
+    """A page request replaced by a newer one from its tab is withdrawn with that reason, which the
+    ledger gives in place of "the client left" (helper-88)."""
+    segments = ("sleep:1 first", "sleep:5 second")
+    running = fault_supervisor.submit(SynthesisRequest(text=" ".join(segments), segments=segments))
+    _wait_in_flight(fault_supervisor)
+    waiting = fault_supervisor.submit(SynthesisRequest(text="sleep:1 waiting"))
+    fault_supervisor.withdraw(waiting, because="replaced by a newer request from its tab")
+    fault_supervisor.withdraw(running, because="replaced by a newer request from its tab")
+    with pytest.raises(SynthesisFailed):
+        running.result(timeout=30)
+    records = fault_supervisor.ledger.records()[-2:]
+    assert {r.outcome for r in records} == {"cancelled", "abandoned"}, records
+    assert all(r.error.startswith("replaced by a newer request from its tab") for r in records), records
+    assert "stopped after 1 of 2 segments" in next(r.error for r in records if r.outcome == "abandoned"), records
+
+
 def test_withdrawn_during_its_last_segment_is_recorded_abandoned(fault_supervisor):
     """...and the monitor does not count it among the runs whose audio reached a client
     ("completed N" did: helper-78)."""

@@ -125,6 +125,49 @@ class _SegmentProgress:
             self.progress(self.shown, desc="segments", unit="segment")
 
 
+REPLACED = "replaced by a newer request from its tab"
+
+
+class _NewestOfTab:
+    """A page request gives way to a newer one from the same tab.
+
+    Gradio's page shows the outputs of a button's newest press only: the result of a request made
+    before Generate was pressed again (a new text while the first ran) was made, recorded ``ok``
+    and never shown (helper-88). So once a newer request of the tab is in the worker's queue, the
+    older one is withdrawn (ledger ``cancelled`` or ``abandoned``, "replaced by a newer request
+    from its tab"), and the newer one says so in a pop-up. API clients keep every request.
+    """
+
+    def __init__(self, newest: dict, lock: threading.Lock, client_id: str | None, turn) -> None:
+        self._newest, self._lock, self._client, self._turn = newest, lock, client_id, turn
+        self._queued = False
+
+    def queued(self) -> None:
+        """This request is in the worker's queue: the tab's older ones give way."""
+        if self._queued or self._client is None or self._turn.arrival is None:
+            return
+        self._queued = True
+        with self._lock:
+            older = self._newest.get(self._client)
+            self._newest[self._client] = max(older or 0, self._turn.arrival)
+        if older is not None and older < self._turn.arrival:
+            gr.Info("Your earlier request from this tab was stopped: the page shows one result at a time, and "
+                    "this newer request replaces it.", duration=10, title="Earlier request replaced")
+
+    def replaced(self) -> bool:
+        """A newer request of the tab is in the worker's queue."""
+        with self._lock:
+            newer = self._queued and self._newest.get(self._client, 0) > self._turn.arrival
+        if newer:
+            self._turn.withdrawn_because = REPLACED
+        return newer
+
+    def end(self) -> None:
+        with self._lock:
+            if self._queued and self._newest.get(self._client) == self._turn.arrival:
+                del self._newest[self._client]
+
+
 class Handlers:
     def __init__(self, settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor,
                  capabilities: Capabilities, admission: Admission | None = None,
@@ -139,6 +182,8 @@ class Handlers:
         self._restart_under_way: concurrent.futures.Future | None = None  # of the RestartReport
         self._last_restart_end: float | None = None  # time.monotonic()
         self._last_restart_only_loaded = False  # that restart had no worker to replace (it loaded the model)
+        self._newest_page_request: dict[str, int] = {}  # tab -> arrival number (_NewestOfTab)
+        self._newest_lock = threading.Lock()
 
     def synthesize(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
                    instruction: str | None = None, speed: float | None = None, seed: int | None = None,
@@ -205,16 +250,26 @@ class Handlers:
         with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):
             yield None, None
             shown = _SegmentProgress(progress)
-            for event in self._events(*fields, client_id=client_id, turn=turn, for_page=for_page):
-                if isinstance(event, synthesis.Progress):
-                    shown.update(event)
-                elif isinstance(event, synthesis.Finished):
-                    _show_notes(event.result, for_page)
-                    yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
-                    return
-                else:
-                    yield None, None
-                    shown.again()
+            events = self._events(*fields, client_id=client_id, turn=turn, for_page=for_page)
+            tab = self._newest_of_tab(client_id, turn, for_page)
+            try:
+                for event in events:
+                    if tab.replaced():
+                        return  # the page shows the newer one's outputs only; closing withdraws this one
+                    if isinstance(event, synthesis.Progress):
+                        tab.queued()
+                        shown.update(event)
+                    elif isinstance(event, synthesis.Finished):
+                        _show_notes(event.result, for_page)
+                        yield (event.sample_rate_hz, synthesis.to_int16(event.audio)), event.result
+                        return
+                    else:
+                        tab.queued()
+                        yield None, None
+                        shown.again()
+            finally:
+                events.close()
+                tab.end()
             raise gr.Error("The request ended without a result; please try again.", print_exception=False)
 
     def synthesize_stream(self, text: str, prompt_audio: dict | str | None = None, prompt_text: str | None = None,
@@ -241,18 +296,32 @@ class Handlers:
         with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):  # as in _whole
             yield None, None  # as in synthesize: no earlier result left under a refusal
             shown = _SegmentProgress(progress)
-            for event in self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page):
-                if isinstance(event, synthesis.Progress):
-                    shown.update(event)
-                elif isinstance(event, synthesis.AudioReady) and len(event.samples):
-                    yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
-                    shown.again()
-                elif isinstance(event, synthesis.Finished):
-                    _show_notes(event.result, for_page)
-                    yield None, event.result
-                elif isinstance(event, synthesis.Waiting):
-                    yield None, None
-                    shown.again()
+            events = self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page)
+            tab = self._newest_of_tab(client_id, turn, for_page)
+            try:
+                for event in events:
+                    if tab.replaced():
+                        return  # as in _whole
+                    if not isinstance(event, synthesis.Finished):
+                        tab.queued()
+                    if isinstance(event, synthesis.Progress):
+                        shown.update(event)
+                    elif isinstance(event, synthesis.AudioReady) and len(event.samples):
+                        yield (event.sample_rate_hz, synthesis.to_int16(event.samples)), None
+                        shown.again()
+                    elif isinstance(event, synthesis.Finished):
+                        _show_notes(event.result, for_page)
+                        yield None, event.result
+                    elif isinstance(event, synthesis.Waiting):
+                        yield None, None
+                        shown.again()
+            finally:
+                events.close()
+                tab.end()
+
+    def _newest_of_tab(self, client_id: str | None, turn, for_page: bool) -> _NewestOfTab:
+        # API clients keep every request: each job gets its own result.
+        return _NewestOfTab(self._newest_page_request, self._newest_lock, client_id if for_page else None, turn)
 
     def _events(self, text, prompt_audio, *fields, stream: bool = False, client_id: str | None = None,
                 turn=None, for_page: bool = False):

@@ -81,6 +81,7 @@ class _Job:
     chunk_attempt: int = 0
     restarted_audio: bool = False
     abandoned: bool = False  # its client left while it ran (see Supervisor.withdraw)
+    withdrawn_because: str | None = None  # the ledger's reason, when not "the client left"
 
 
 @dataclasses.dataclass
@@ -285,14 +286,20 @@ class Supervisor:
         # No lock: a future may be completed by a thread holding it, and a dict's pop is atomic.
         self._jobs.pop(future, None)
 
-    def withdraw(self, future: concurrent.futures.Future) -> None:
-        """The client of the request behind ``future`` (from :meth:`submit`) has left.
+    def withdraw(self, future: concurrent.futures.Future, because: str | None = None) -> None:
+        """The client of the request behind ``future`` (from :meth:`submit`) has left, or no longer
+        wants its result (``because``: the ledger's words for why, in place of "the client left").
 
         A waiting request is cancelled (ledger outcome ``cancelled``). A running one is told to
         stop before its next segment (a segment already started runs to its end), so a long text
         whose client left does not hold the worker; its ledger outcome is ``abandoned``, also when
         its last segment was already running. It is not run again after a restart or crash.
         """
+        if because:
+            with self._lock:
+                job = self._jobs.get(future)
+                if job is not None:
+                    job.withdrawn_because = because
         if future.cancel():
             return
         with self._lock:
@@ -1079,6 +1086,8 @@ class Supervisor:
 
     def _record(self, job: _Job, outcome: str, stats: msg.RequestStats | None = None, error: str | None = None) -> None:
         request = job.request
+        if job.withdrawn_because and outcome in ("cancelled", "abandoned"):
+            error = (error or "the client left").replace("the client left", job.withdrawn_because)
         segments = request.segments or (request.text,)
         with self._lock:
             w = self._worker
