@@ -89,6 +89,13 @@ def test_all_zero_is_silent(tmp_path):
     _refused(tmp_path / "zero.wav", "silent")
 
 
+def test_a_prompt_longer_than_the_label_asks_for_gets_a_hint():
+    """The page's label asks for 3-10 s; a 13.7 s prompt was taken without a word (helper-88)."""
+    long = load_prompt_audio(str(PROMPTS_DIR / "cv_cross_lingual_prompt.wav"))
+    assert long.seconds > 10 and any("The prompt is long" in n and "3-10 s" in n for n in long.notes), long.notes
+    assert not any("is long" in n for n in load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav")).notes)
+
+
 def test_too_short_after_trim(speech, tmp_path):
     samples, sr = speech
     clip = np.concatenate([np.zeros(sr), samples[sr: sr + int(0.3 * sr)], np.zeros(sr)])
