@@ -93,7 +93,9 @@ def test_a_prompt_longer_than_the_label_asks_for_gets_a_hint():
     """The page's label asks for 3-10 s; a 13.7 s prompt was taken without a word (helper-88)."""
     long = load_prompt_audio(str(PROMPTS_DIR / "cv_cross_lingual_prompt.wav"))
     assert long.seconds > 10 and any("The prompt is long" in n and "3-10 s" in n for n in long.notes), long.notes
-    assert not any("is long" in n for n in load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav")).notes)
+    # xtts_female.wav has 10.4 s of sound: a hand-cut recording a little over the label is no news.
+    for name in ("xtts_male.wav", "xtts_female.wav"):
+        assert not any("is long" in n for n in load_prompt_audio(str(PROMPTS_DIR / name)).notes), name
 
 
 def test_too_short_after_trim(speech, tmp_path):
