@@ -99,7 +99,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        forget=lambda: _forget_unreadable_sessions(demo))  # and answers no one can read go
     app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
     app.add_middleware(OneStreamPerSession,  # a session's messages go to one reader, a REST call's to its GET
-                       owner_of=lambda event_id: _event_owner(demo, event_id))
+                       owner_of=lambda event_id: _event_owner(demo, event_id),
+                       pending=lambda session: bool(demo._queue.pending_event_ids_session.get(session)))
     server_functions: dict[int, set[str]] = {}  # likewise
     app.add_middleware(KnownServerFunctions, functions=server_functions)  # an unknown one: 404, not a 500
     app.add_middleware(NoStreamedInput)  # no event takes streamed input: no one can swap another's

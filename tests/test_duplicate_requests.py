@@ -346,3 +346,25 @@ def test_a_stranger_cannot_swap_the_inputs_of_a_running_request(tmp_path):
                     break
         assert completed and completed["success"] and completed["output"]["data"][1]["audio_s"] > 1.0, completed
         assert "stranger" not in json.dumps(completed["output"]["data"][1]), completed
+
+
+def test_a_stranger_cannot_claim_a_sessions_stream_between_its_requests_or_name_it_twice(tmp_path):
+    """Between a visitor's requests Gradio kept a stranger's stream of that session open, which
+    then took the visitor's next result; and naming session_hash twice got a second reader past
+    the one-reader rule, which read the first while Gradio read the last (helper-89)."""
+    import httpx
+
+    with _fault_app(tmp_path) as app:
+        visitor = Client(app.url, verbose=False)
+        assert visitor.predict(text="sleep:0.2 the first request", api_name="/synthesize")[1]["audio_s"] > 1.0
+        time.sleep(0.5)  # its stream has closed
+        message = _first_message(app.url, visitor.session_hash)
+        assert "No request of this session is waiting or running" in message.get("message", ""), message
+        job = visitor.submit(text="sleep:4 the second request", api_name="/synthesize")
+        time.sleep(1.0)
+        with httpx.stream("GET", app.url + "gradio_api/queue/data",
+                          params=[("session_hash", "someone-else"), ("session_hash", visitor.session_hash)],
+                          timeout=15) as stream:
+            first = next(line for line in stream.iter_lines() if line.startswith("data:"))
+        assert "names session_hash more than once" in first, first
+        assert job.result(timeout=30)[1]["audio_s"] > 1.0

@@ -14,7 +14,15 @@ The page and gradio_client open one stream per session (and a new one once the l
 - a second reader of a session whose stream is open waits up to :data:`HANDOVER_S` for it to end
   (the client's next stream may arrive while the server still closes the last), then is refused;
 - a reader of a REST call's session (its event id) is refused: its result is read with ``GET
-  /gradio_api/call/<name>/<event_id>`` (``guards/rest_results.py``).
+  /gradio_api/call/<name>/<event_id>`` (``guards/rest_results.py``);
+- a reader of a session with no request waiting or running is refused: Gradio kept such a stream
+  open, so a stranger who opened it between a visitor's requests took the visitor's next result
+  (helper-89). The page and gradio_client open their stream after joining the queue;
+- a request naming ``session_hash`` more than once is refused: this guard read the first and
+  Gradio the last, which let a second reader in (helper-89).
+
+Left open: a stranger who holds a visitor's session_hash and opens the stream in the moment
+between the visitor's join and the visitor's own stream.
 
 A refusal is the stream's own error message (``{"msg": "unexpected_error"}``), as Gradio sends
 one for an unknown session; it is sent only to a caller that passes the login check (``--auth``),
@@ -36,6 +44,9 @@ SECOND_READER = ("Another connection is reading this session's messages: a sessi
                  "(gradio_client and the page open one each). Use a session_hash of your own.")
 REST_SESSION = ("This session_hash is a REST call's event id: read that call's result with GET "
                 "/gradio_api/call/<name>/<event_id>.")
+NOTHING_PENDING = ("No request of this session is waiting or running: open the stream after joining the queue "
+                   "(POST /gradio_api/queue/join), as gradio_client and the page do.")
+TWO_SESSIONS = "The request names session_hash more than once: send it once."
 
 
 class OneStreamPerSession:
@@ -45,10 +56,12 @@ class OneStreamPerSession:
         app: the ASGI app below.
         owner_of: ``owner_of(event_id)``: the session_hash of the event while Gradio knows it,
             else None (a REST call's event is its own session).
+        pending: ``pending(session_hash)``: True while a request of that session waits or runs
+            (or its answer is still to be read).
     """
 
-    def __init__(self, app, owner_of=lambda event_id: None) -> None:
-        self.app, self.owner_of = app, owner_of
+    def __init__(self, app, owner_of=lambda event_id: None, pending=lambda session: True) -> None:
+        self.app, self.owner_of, self.pending = app, owner_of, pending
         self._open: set[str] = set()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -56,13 +69,18 @@ class OneStreamPerSession:
             await self.app(scope, receive, send)
             return
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        session = (query.get("session_hash") or [None])[0]
+        named = query.get("session_hash") or []
+        session = named[-1] if named else None  # the one Gradio reads
         if not session:  # Gradio answers a missing one (422)
             await self.app(scope, receive, send)
             return
         refusal = None
-        if self.owner_of(session) == session:
+        if len(set(named)) > 1:
+            refusal = TWO_SESSIONS
+        elif self.owner_of(session) == session:
             refusal = REST_SESSION
+        elif not self.pending(session):
+            refusal = NOTHING_PENDING
         else:
             deadline = time.monotonic() + HANDOVER_S
             while session in self._open and time.monotonic() < deadline:
