@@ -34,9 +34,11 @@
   // Generate pressed while the prompt was still uploading ran the request without it, in the
   // built-in voice (a slow link; the browser test did it under load): the press waits for the
   // upload, then goes through.
+  // Also while the page puts the prompt back after a reload or a dropped connection (session_lost.js).
   const uploading = () => {
     const p = prompt();
-    return p !== null && Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown);
+    return p !== null && (Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown) ||
+                          document.body.dataset.promptRestoring === "1");
   };
   // One held press at most: each press held its own wait, and under load three presses gave one
   // run and two "already being synthesized" pop-ups once the upload arrived (known list; this

@@ -92,6 +92,8 @@
     .some((el) => (el.textContent || "").includes("Connection to the server was lost"));
   const answered = () => /audio_s/.test((document.querySelector("#stats") || {}).innerText || "") ||
     (document.querySelector("#stats .error") !== null && !lostShown());
+  const uploading = () => Array.from(document.querySelectorAll("#prompt_audio .uploading, #prompt_audio .progress-bar"))
+    .some((el) => el.offsetParent !== null);
   let lastRunning = 0;
   let lastAnswer = 0;
   // What this page's own restore brought back and has not yet made its own: a second reload in a
@@ -112,8 +114,13 @@
         carried.running = false;
       }
     }
+    if (carried && carried.dispatchedAt && document.body.dataset.promptRestoring &&
+        Date.now() - carried.dispatchedAt > 2000 && !uploading()) {
+      delete document.body.dataset.promptRestoring;  // the upload is over, arrived or not
+    }
     if (carried && carried.prompt && document.querySelector("#prompt_audio a[href*='/file=']")) {
       carried.prompt = undefined;
+      delete document.body.dataset.promptRestoring;
       // Only now is the prompt back: on a slow link the note said so 16 s before it was (helper-86).
       const el = document.getElementById("connection_note");
       if (el && carried.whenBack && el.firstChild) el.firstChild.nodeValue = carried.whenBack;
@@ -207,10 +214,16 @@
     const left = saved.cause === "left";
     let text = saved.running ? (left ? TEXT.left_running : TEXT.restored_running) : (left ? TEXT.left : TEXT.restored);
     const noPrompt = () => { text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back) + " " + TEXT.no_prompt; };
+    const say = (words) => note("connection_note", words, document.getElementById("generate"));
     if (saved.prompt && !ownFile(saved.prompt)) {
       noPrompt();
     } else if (saved.prompt) {
-      carried = {running: false, prompt: saved.prompt};
+      carried = {running: !!saved.running, prompt: saved.prompt, until: Date.now() + 10000, whenBack: text};
+      // Said at once, and Generate waits (microphone.js) until the prompt is back: on a slow link
+      // its download took 20 s with no note, and a press meanwhile spoke in the built-in voice
+      // (helper-90). The flag ends once the upload is done or has failed (look).
+      document.body.dataset.promptRestoring = "1";
+      say(text.replace(TEXT.prompt_back, TEXT.prompt_coming));
       try {
         const response = await fetch(saved.prompt);
         if (!response.ok) throw new Error(String(response.status));
@@ -222,10 +235,14 @@
         files.items.add(new File([blob], name, {type: blob.type || "audio/wav"}));
         input.files = files.files;
         input.dispatchEvent(new Event("change", {bubbles: true}));
-        carried.whenBack = text;  // the note's words once the upload is done (look)
+        carried.dispatchedAt = Date.now();
         text = text.replace(TEXT.prompt_back, TEXT.prompt_coming);
       } catch (err) {
-        carried.prompt = undefined;
+        // A reload during the download aborts it: this page is going, and the entry it restores
+        // from stays for the next one (taking it as failed lost the prompt: F5, F5 in a row).
+        if (leaving) return;
+        carried.prompt = carried.whenBack = undefined;
+        delete document.body.dataset.promptRestoring;
         noPrompt();
       }
     } else if (saved.prompt === "") {
@@ -234,7 +251,8 @@
       text = text.replace(TEXT.prompt_back, TEXT.no_prompt_back);
     }
     carried = {...(carried || {}), running: !!saved.running, until: Date.now() + 10000};
-    const el = note("connection_note", text, document.getElementById("generate"));
+    // The upload may have ended while the prompt was fetched: look() has said so already.
+    const el = carried.prompt || !carried.whenBack ? say(text) : document.getElementById("connection_note");
     if (el && typeof saved.result === "string" && ownFile(saved.result)) {
       // Gone after a restart of the server (a clean stop empties its folder) or --temp-file-ttl:
       // the link was a 404 (helper-81).
@@ -252,7 +270,7 @@
     }
     if (el) setTimeout(() => el.remove(), 120000);
     // Only now: a page left before its restore was done passes the whole entry on.
-    sessionStorage.removeItem(KEY);
+    if (!leaving) sessionStorage.removeItem(KEY);
   };
   const ready = () => document.querySelector("#generate") && document.querySelector(FIELDS.text);
   const start = Date.now();

@@ -835,6 +835,30 @@ def test_on_a_slow_link_the_note_says_the_prompt_is_back_only_once_it_is(browser
                            timeout=5_000)
 
 
+def test_generate_pressed_while_the_prompt_is_being_brought_back_waits_for_it(browser, app):
+    """On a slow link the restore's download of the prompt took 20 s with no note, and Generate
+    pressed meanwhile spoke in the built-in voice (helper-90). The note comes at once, and the
+    press waits for the prompt, then runs with it."""
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    page.locator("#prompt_audio a[href*='/file=']").first.wait_for(state="attached", timeout=30_000)
+    page.locator("#text textarea").fill("Said in the prompt's voice after a reload.")
+    held, released = [], []  # the restore's download of the prompt, answered when the test says so
+    page.route(re.compile(r".*/file=.*xtts_male"),
+               lambda route: route.continue_() if released else held.append(route))
+    note = _reload_and_read_the_note(page)
+    assert "prompt audio is being uploaded again" in note, note
+    page.locator("#generate").click()
+    page.get_by_text("The prompt audio is still uploading").first.wait_for(timeout=10_000)
+    page.wait_for_timeout(1000)
+    assert "audio_s" not in _stats_text(page)  # not run in the built-in voice meanwhile
+    released.append(True)
+    for route in held:
+        route.continue_()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    assert re.search(r'prompt_s\W*[0-9]', _stats_text(page)), _stats_text(page)
+
+
 def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, app):
     """A reload 1.5 s after a result said the request "did not finish" and to press Generate again
     (a request seen running in the last 5 s counted; helper-79)."""
