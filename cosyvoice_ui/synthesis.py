@@ -88,7 +88,8 @@ class SynthesisService:
         self.capabilities = capabilities
         self.admission = admission
         self._open_lock = threading.Lock()
-        self._open: set[tuple] = set()  # (client id, the request's fields) waiting or running
+        # (client id, the request's fields) -> the arrival numbers of those waiting or running
+        self._open: dict[tuple, list] = {}
         self._open_per_client: collections.Counter = collections.Counter()  # client id -> requests open
         self._turns = threading.Condition()
         self._arrivals = itertools.count(1)
@@ -101,7 +102,8 @@ class SynthesisService:
         return tuple(self.supervisor.status()["engine_facts"].get("speakers") or ())
 
     def run(self, text, prompt_audio, prompt_text, instruction, speed, seed, speaker=None, stream: bool = False,
-            client_id: str | None = None, turn: "_Turn | None" = None) -> Iterator[Progress | AudioReady | Waiting | Finished]:
+            client_id: str | None = None, turn: "_Turn | None" = None,
+            newest_wins: bool = False) -> Iterator[Progress | AudioReady | Waiting | Finished]:
         """Validate, admit and run one request, yielding what happens until it is finished.
 
         ``stream`` asks the engine for its streaming mode (chunks sooner; CosyVoice then keeps
@@ -119,6 +121,11 @@ class SynthesisService:
         ``turn`` (from :meth:`turn`, taken when the request arrived) keeps a client's requests in
         the order they were sent; without one, the request takes its place when it gets here.
 
+        ``newest_wins`` (the page, where a newer press replaces the tab's older request) refuses a
+        repeat only of the client's latest request: pressed with texts A, B, then A again, the
+        third was refused as "already being synthesized, its result will appear", though that
+        first A was being replaced by B, whose result then showed under A's text (helper-90).
+
         Raises:
             UserFacingError: invalid input (:class:`~.errors.InputError`), busy, a duplicate
                 (:class:`~.errors.DuplicateRequest`), failed or timed out; the message is for the
@@ -127,18 +134,19 @@ class SynthesisService:
         """
         key = None if client_id is None else (client_id, repr((text, prompt_audio, prompt_text, instruction, speed,
                                                                 seed, speaker, stream)))
-        with self._claim(key, self._counted_chars(text)):
+        arrival = None if turn is None else turn.arrival
+        with self._claim(key, self._counted_chars(text), arrival if newest_wins else None):
             yield from self._run(text, prompt_audio, prompt_text, instruction, speed, seed, speaker, stream, turn)
 
     @contextlib.contextmanager
-    def _claim(self, key, text_chars: int = 0):
+    def _claim(self, key, text_chars: int = 0, newest_arrival: int | None = None):
         limit = self.settings.per_client_limit
         with self._open_lock:
-            duplicate = key is not None and key in self._open
+            duplicate = key is not None and key in self._open and not self._sent_since(key, newest_arrival)
             open_before = 0 if key is None else self._open_per_client[key[0]]
             over = not duplicate and limit is not None and open_before >= limit
             if not duplicate and not over and key is not None:
-                self._open.add(key)
+                self._open.setdefault(key, []).append(newest_arrival)
                 self._open_per_client[key[0]] += 1
         if over:
             # One tab pressing Generate with new texts, or one script, could fill the whole queue and
@@ -158,10 +166,24 @@ class SynthesisService:
         finally:
             if key is not None:
                 with self._open_lock:
-                    self._open.discard(key)
+                    holders = self._open.get(key, [])
+                    holders.remove(newest_arrival)
+                    if not holders:
+                        del self._open[key]
                     self._open_per_client[key[0]] -= 1
                     if self._open_per_client[key[0]] <= 0:
                         del self._open_per_client[key[0]]
+
+    def _sent_since(self, key, arrival: int | None) -> bool:
+        """Whether the client sent another request, still waiting or running, after the last of
+        those identical to ``key`` and before ``arrival`` (the newest one then replaces it)."""
+        if arrival is None or None in self._open[key]:
+            return False
+        last_same = max(self._open[key])
+        with self._turns:
+            pending = set(self._pending_turns.get(key[0], ()))
+        others = pending | {n for k, ns in self._open.items() if k[0] == key[0] and k != key for n in ns}
+        return any(n is not None and last_same < n < arrival for n in others)
 
     def arrived(self, client_id: str) -> int:
         """Register a request of ``client_id`` as it arrives; returns its arrival number, which its

@@ -87,24 +87,35 @@ def queue_calls(url: str, api_name: str, data: list, times: int = 1, timeout_s: 
     """``times`` joins of the same call over the page's protocol (``queue/join`` with one session,
     then its ``queue/data`` stream); returns their ``process_completed`` messages, which carry a
     refusal's ``output.title`` (the ``/call`` protocol sends only the message)."""
+    return queue_calls_each(url, api_name, [data] * times, timeout_s)
+
+
+def queue_calls_each(url: str, api_name: str, datas: list[list], timeout_s: float = 60.0) -> list[dict]:
+    """One join per entry of ``datas``, in that order, in one session (see :func:`queue_calls`);
+    returns the ``process_completed`` messages, each with ``"sent": i``, its index in ``datas``, and
+    ``"logs"``: the event's pop-up messages (``gr.Info`` and ``gr.Warning``)."""
     import uuid
 
     with urllib.request.urlopen(url + "config", timeout=10) as r:
         config = json.loads(r.read())
     fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
     session = uuid.uuid4().hex
-    body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
-                       "trigger_id": None}).encode()
-    for _ in range(times):
+    sent = {}
+    for i, data in enumerate(datas):
+        body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
+                           "trigger_id": None}).encode()
         req = urllib.request.Request(url + "gradio_api/queue/join", data=body, headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=10).read()
-    completed = []
+        sent[json.loads(urllib.request.urlopen(req, timeout=10).read())["event_id"]] = i
+    completed, logs = [], {}
     with urllib.request.urlopen(url + f"gradio_api/queue/data?session_hash={session}", timeout=timeout_s) as stream:
         for line in stream:
             if line.startswith(b"data:"):
                 message = json.loads(line[len(b"data:"):])
+                if message.get("msg") == "log":
+                    logs.setdefault(message.get("event_id"), []).append(message.get("log"))
                 if message.get("msg") == "process_completed":
-                    completed.append(message)
-                if len(completed) == times:
+                    event = message.get("event_id")
+                    completed.append({**message, "sent": sent.get(event), "logs": logs.get(event, [])})
+                if len(completed) == len(datas):
                     break
     return completed

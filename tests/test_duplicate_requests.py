@@ -8,6 +8,7 @@ first one completes; another client sending the same values is served normally.
 
 from __future__ import annotations
 
+import json
 import time
 
 from gradio_client import Client
@@ -94,6 +95,23 @@ def test_the_duplicate_pop_up_is_titled_as_a_result_on_its_way(tmp_path):
         refused = [m for m in completed if not m["success"]]
         assert len(refused) == 1 and "already being synthesized" in refused[0]["output"]["error"], completed
         assert refused[0]["output"]["title"] == "Already on its way", refused[0]
+
+
+def test_on_the_page_a_repeat_of_a_request_being_replaced_is_not_a_duplicate(tmp_path):
+    """Pressed with texts A, B, then A again, the page's third request was refused as "already being
+    synthesized; its result will appear", though that first A was being replaced by B, whose result
+    then showed under A's text (helper-90). The newest press runs; a double click is still one."""
+    from .gradio_http import endpoint_data, queue_calls, queue_calls_each
+
+    with _fault_app(tmp_path) as app:
+        a, b = (endpoint_data(app.url, "synthesize", text=t) for t in (TEXT, "sleep:1 another text"))
+        completed = queue_calls_each(app.url, "synthesize_page", [a, b, a])
+        assert not [m for m in completed if "already being synthesized" in json.dumps(m)], completed
+        newest = next(m for m in completed if m["sent"] == 2)
+        assert newest["success"] and newest["output"]["data"][1]["text_chars"] == len(TEXT), newest
+        # Its own latest request pressed again (a double click) is still refused.
+        completed = queue_calls(app.url, "synthesize_page", a, times=2)
+        assert sum("already being synthesized" in json.dumps(m) for m in completed) == 1, completed
 
 
 def test_one_client_may_hold_only_its_share_of_the_queue(tmp_path):

@@ -327,7 +327,7 @@ class Handlers:
                 turn=None, for_page: bool = False):
         try:
             yield from self.service.run(text, uploaded_path(prompt_audio), *fields, stream=stream, client_id=client_id,
-                                        turn=turn)
+                                        turn=turn, newest_wins=for_page)
         except (UserFacingError, AdmissionError) as e:
             if for_page and isinstance(e, DuplicateRequest):
                 # Gradio 6 groups pop-ups under their kind's name: an "Error" for a press whose
