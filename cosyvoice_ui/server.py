@@ -25,6 +25,7 @@ from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
+from .guards.own_origin import OwnOriginOnly
 from .guards.precise_cancel import PreciseCancel
 from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
@@ -121,6 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
+    app.add_middleware(OwnOriginOnly, allowed_hosts=settings.allowed_hosts)  # no page elsewhere acts as a visitor
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
 

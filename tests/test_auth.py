@@ -127,6 +127,9 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
             assert "From another machine" in detail and f"ssh -L {app.port}:127.0.0.1:{app.port}" in detail, detail
         for host in (f"localhost:{app.port}", f"127.0.0.1:{app.port}", f"localhost.:{app.port}"):  # last: helper-54
             assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == 200, host
+        # Not a host name: it was read as "localhost" (helper-91).
+        for host in ("localhost:1@evil.example", f"localhost:{app.port}/x", "local host"):
+            assert httpx.get(app.url + "healthz", headers={"Host": host}).status_code == (200 if warns else 403), host
     finally:
         app.stop()
 
@@ -144,6 +147,45 @@ def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
         # A public demo behind the proxy showed its disk figures, queue and pids on /healthz and
         # /metrics to anyone, --auth or not: the log says so (helper-76).
         assert "/healthz and /metrics (the queue, pids" in app.log_path.read_text()
+    finally:
+        app.stop()
+
+
+def test_a_page_from_another_origin_cannot_act_as_the_logged_in_visitor(tmp_path, monkeypatch):
+    """Gradio let a page on any localhost port read the API's answers, and the --auth cookie went
+    with its requests (browsers count all ports of a host as one site): a page on localhost:9999
+    could synthesize and restart as the logged-in visitor (helper-91). A browser request whose
+    Origin is another address is refused; the app's own page, scripts and the proxy's name work."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    monkeypatch.setenv("COSYVOICE_UI_AUTH", "alice:s3cret")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--allowed-host", "voices.example.org")
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                login = httpx.post(app.url + "login", data={"username": "alice", "password": "s3cret"})
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+        cookies = login.cookies
+        assert cookies, login.text
+        call = {"json": {"data": []}, "cookies": cookies}
+        for origin in (f"http://localhost:{app.port + 1}", "http://127.0.0.1:9999", "null", "http://evil.example",
+                       f"http://127.0.0.1:{app.port}@evil.example"):
+            r = httpx.post(app.url + "gradio_api/call/restart", headers={"Origin": origin}, **call)
+            assert r.status_code == 403 and "only from its own page" in r.json()["detail"], (origin, r.text)
+            assert "access-control-allow-origin" not in r.headers, r.headers
+            preflight = httpx.options(app.url + "gradio_api/call/restart", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST"})
+            assert preflight.status_code == 403, (origin, preflight.text)
+        # The app's own page, a script with no Origin, and a page from the proxy's name.
+        for headers in ({"Origin": f"http://127.0.0.1:{app.port}"}, {"Origin": f"http://localhost:{app.port}",
+                        "Host": f"localhost:{app.port}"}, {},
+                        {"Origin": "https://voices.example.org", "Host": "voices.example.org"},
+                        {"Origin": "https://voices.example.org", "X-Forwarded-Host": "voices.example.org"}):
+            r = httpx.post(app.url + "gradio_api/call/status", headers=headers, **call)
+            assert r.status_code == 200 and "event_id" in r.json(), (headers, r.text)
     finally:
         app.stop()
 

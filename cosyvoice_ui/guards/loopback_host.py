@@ -15,10 +15,14 @@ check is off.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from .asgi_requests import answer_json
 
 LOOPBACK_NAMES = ("localhost",)
+# A name or an IPv6 address in brackets, then a port: "localhost:1@evil.example" was read as
+# "localhost" (helper-91).
+_HOST_HEADER = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def is_loopback(host: str) -> bool:
@@ -56,7 +60,7 @@ class LoopbackHostOnly:
         if scope["type"] in ("http", "websocket"):
             header = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
             name = _host_name(header).lower().removesuffix(".")  # "localhost." is the same name, fully qualified
-            if not header or not (is_loopback(name) or name in self.allowed):
+            if not _HOST_HEADER.fullmatch(header) or not (is_loopback(name) or name in self.allowed):
                 await self._refuse(scope, send, header)
                 return
         await self.app(scope, receive, send)

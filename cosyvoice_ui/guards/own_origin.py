@@ -1,0 +1,77 @@
+"""ASGI middleware: a browser request sent by a page from another origin is refused.
+
+Gradio answers a page on any ``localhost`` or ``127.0.0.1`` port (and, when the app is not on a
+loopback name, a page from anywhere) with CORS headers that let it read the answers with the
+visitor's cookies. Browsers count every port of a host as the same *site*, so the ``--auth``
+login cookie (``SameSite=Lax``) goes along too: a page the user opened on ``localhost:9999`` (a
+dev server, a notebook's output, another user's app on a shared machine) could synthesize,
+restart the worker and read the status as the logged-in user (helper-91). Even without reading
+the answer, a form POST from such a page is a request made in the user's name.
+
+Browsers name the page that sent a request in its ``Origin`` header (every cross-origin request,
+and same-origin ones other than GET and HEAD); scripts and ``gradio_client`` send none. So a
+request whose ``Origin`` names another host or port than the one it was sent to (its ``Host``,
+or the ``X-Forwarded-Host`` a reverse proxy sets), and not a name given with ``--allowed-host``,
+is answered 403 with what would work. ``Origin: null`` (a sandboxed frame, a local file) is
+foreign too. Port 80 and 443 are the same as none, as in a URL.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from .asgi_requests import answer_json
+
+
+def _authority(text: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` (or a URL's) as ``(lower-case name, port or None)``; None if it is not one."""
+    try:
+        parts = urlsplit(text if "//" in text else "//" + text)
+        name, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not name:
+        return None
+    return name.removesuffix("."), (None if port in (80, 443) else port)
+
+
+class OwnOriginOnly:
+    """Pure ASGI middleware; see the module docstring.
+
+    Args:
+        app: the ASGI app inside.
+        allowed_hosts: host names whose pages may call the app on any port (``--allowed-host``), lower case.
+    """
+
+    def __init__(self, app, allowed_hosts: tuple[str, ...] = ()) -> None:
+        self.app, self.allowed = app, {h.lower() for h in allowed_hosts}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or ())
+            origin = headers.get(b"origin")
+            if origin is not None and not self._own(origin.decode("latin-1"), headers):
+                await self._refuse(scope, send, origin.decode("latin-1"))
+                return
+        await self.app(scope, receive, send)
+
+    def _own(self, origin: str, headers: dict) -> bool:
+        sender = _authority(origin) if origin.lower().startswith(("http://", "https://")) else None
+        if sender is None:
+            return False
+        if sender[0] in self.allowed:
+            return True
+        own = [headers.get(b"host", b"").decode("latin-1")]
+        own += [h.strip() for h in headers.get(b"x-forwarded-host", b"").decode("latin-1").split(",")[:1]]
+        return any(_authority(h) == sender for h in own if h)
+
+    async def _refuse(self, scope, send, origin: str) -> None:
+        message = (f"This app takes requests only from its own page: this one came from a page at "
+                   f"{origin[:100]!r}, another address, which could otherwise act in its visitor's name. Open "
+                   f"the app at its own address; scripts (curl, gradio_client) send no Origin and are not "
+                   f"affected. A reverse proxy must pass its host name (Host or X-Forwarded-Host), or "
+                   f"name it with --allowed-host.")
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await answer_json(send, 403, message)
