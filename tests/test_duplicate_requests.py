@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 
 from gradio_client import Client
 
@@ -251,26 +252,31 @@ def test_a_cancel_naming_another_sessions_event_is_refused(tmp_path):
         assert Client(app.url, verbose=False).predict(api_name="/status")["completed"] == 2
 
 
-def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
-    """GET /gradio_api/call/synthesize/<event_id> looked the event up by id alone: with another
-    visitor's event id (a queue join of the page or gradio_client) it streamed that visitor's
-    result, and the visitor waited forever (helper-82). Only a REST call's own event is read."""
-    import json
-    import urllib.request
+def _visitors_join(url: str, text: str) -> tuple[dict, str]:
+    """A visitor's ``queue/join`` of /synthesize in a new session: returns its body and event id."""
     import uuid
 
     import httpx
 
     from .gradio_http import endpoint_data
 
+    with urllib.request.urlopen(url + "config", timeout=10) as r:
+        fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
+    body = {"data": endpoint_data(url, "synthesize", text=text), "fn_index": fn_index,
+            "session_hash": uuid.uuid4().hex, "event_data": None, "trigger_id": None}
+    return body, httpx.post(url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
+
+
+def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
+    """GET /gradio_api/call/synthesize/<event_id> looked the event up by id alone: with another
+    visitor's event id (a queue join of the page or gradio_client) it streamed that visitor's
+    result, and the visitor waited forever (helper-82). Only a REST call's own event is read."""
+    import httpx
+
     with _fault_app(tmp_path) as app:
-        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
-            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
-        visitor = uuid.uuid4().hex
-        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the visitor's own"), "fn_index": fn_index,
-                "session_hash": visitor, "event_data": None, "trigger_id": None}
-        event_id = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
-        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={visitor}", timeout=60) as stream:
+        body, event_id = _visitors_join(app.url, "sleep:2 the visitor's own")
+        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={body['session_hash']}",
+                          timeout=60) as stream:
             taken = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
             assert "event: error" in taken and "No call with this event id" in taken and "speech-" not in taken, taken
             completed = None
@@ -335,8 +341,6 @@ def test_a_stranger_cannot_swap_the_inputs_of_a_running_request(tmp_path):
     """Gradio's ``POST /gradio_api/stream/<event_id>`` (streamed input) hands the posted values to
     the event by id alone: a stranger replaced a running request's inputs, after which it never
     answered, or ended with the stranger's error (helper-87). This page has no streamed input."""
-    import json
-    import urllib.request
     import uuid
 
     import httpx
@@ -344,13 +348,9 @@ def test_a_stranger_cannot_swap_the_inputs_of_a_running_request(tmp_path):
     from .gradio_http import endpoint_data
 
     with _fault_app(tmp_path) as app:
-        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
-            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
-        visitor = uuid.uuid4().hex
-        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the visitor's own"), "fn_index": fn_index,
-                "session_hash": visitor, "event_data": None, "trigger_id": None}
-        event_id = httpx.post(app.url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
-        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={visitor}", timeout=60) as stream:
+        body, event_id = _visitors_join(app.url, "sleep:2 the visitor's own")
+        with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={body['session_hash']}",
+                          timeout=60) as stream:
             time.sleep(0.5)
             swap = {**body, "data": endpoint_data(app.url, "synthesize", text="a stranger's words"),
                     "session_hash": uuid.uuid4().hex}

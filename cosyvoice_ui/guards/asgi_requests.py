@@ -29,6 +29,15 @@ async def answer_json(send, status: int, detail: str, *, close: bool = False,
     await send({"type": "http.response.body", "body": body})
 
 
+async def refuse(scope, send, status: int, detail: str) -> None:
+    """:func:`answer_json` for an HTTP request; a WebSocket is closed with 1008 (policy violation),
+    the one refusal its handshake can carry here."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await answer_json(send, status, detail)
+
+
 async def logged_in(app, scope, route: str) -> bool:
     """Gradio's own ``GET /gradio_api/login_check``, asked with this request's cookies: True when
     ``--auth`` is off or the caller is logged in.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from .asgi_requests import answer_json
+from .asgi_requests import refuse
 
 LOOPBACK_NAMES = ("localhost",)
 # A name or an IPv6 address in brackets, then a port: "localhost:1@evil.example" was read as
@@ -74,7 +74,4 @@ class LoopbackHostOnly:
                    f"http://127.0.0.1:{self.port}/. From another machine, use an SSH tunnel "
                    f"(ssh -L {self.port}:127.0.0.1:{self.port} HOST) or ask whoever runs it to start it with "
                    f"--host 0.0.0.0; a reverse proxy that passes its own host name needs --allowed-host NAME.")
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await answer_json(send, 403, message)
+        await refuse(scope, send, 403, message)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from .asgi_requests import answer_json
+from .asgi_requests import refuse
 
 
 def _authority(text: str) -> tuple[str, int | None] | None:
@@ -71,7 +71,4 @@ class OwnOriginOnly:
                    f"the app at its own address; scripts (curl, gradio_client) send no Origin and are not "
                    f"affected. A reverse proxy must pass its host name (Host or X-Forwarded-Host), or "
                    f"name it with --allowed-host.")
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await answer_json(send, 403, message)
+        await refuse(scope, send, 403, message)
