@@ -152,8 +152,9 @@
     // The prompt as the server holds it (an upload or a finished recording; its download link):
     // fetched again after the reload, when the server answers.
     const link = document.querySelector("#prompt_audio a[href*='/file=']");
+    // One still uploading is gone too, and the note says so (it was silent about it; helper-86).
     if (link) saved.prompt = link.href;
-    else if (document.querySelector("#prompt_audio audio")) saved.prompt = "";
+    else if (document.querySelector("#prompt_audio audio") || uploading()) saved.prompt = "";
     if (carried) {
       // Only for a reload soon after the restore: later ones said again and again that a request
       // had been cut off, though none ran (helper-84).

@@ -859,6 +859,21 @@ def test_generate_pressed_while_the_prompt_is_being_brought_back_waits_for_it(br
     assert re.search(r'prompt_s\W*[0-9]', _stats_text(page)), _stats_text(page)
 
 
+def test_a_reload_during_the_prompts_upload_says_it_must_be_uploaded_again(browser, app):
+    """A page reloaded (or dropped) while the prompt audio was still uploading said "Your text and
+    settings are back" and nothing of the prompt, which was gone (helper-86)."""
+    page = _page(browser, app)
+    held = []  # the upload never finishes
+    page.route(re.compile(r".*/gradio_api/upload.*"), lambda route: held.append(route))
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(PROMPTS_DIR / "xtts_male.wav"))
+    page.locator("#text textarea").fill("Typed while the prompt was uploading.")
+    page.wait_for_function("[...document.querySelectorAll('#prompt_audio .uploading, #prompt_audio .progress-bar')]"
+                           ".some(el => el.offsetParent !== null)", timeout=10_000)
+    note = _reload_and_read_the_note(page)
+    assert "prompt audio could not be brought back: upload or record it again" in note, note
+    assert page.locator("#text textarea").input_value() == "Typed while the prompt was uploading."
+
+
 def test_a_reload_after_a_result_does_not_say_the_request_was_cut_off(browser, app):
     """A reload 1.5 s after a result said the request "did not finish" and to press Generate again
     (a request seen running in the last 5 s counted; helper-79)."""
