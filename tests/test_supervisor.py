@@ -142,6 +142,20 @@ def test_deadline_restarts_a_hung_worker(fault_supervisor):
     fault_supervisor.synthesize(SynthesisRequest(text="after the timeout"))
 
 
+def test_a_worker_frozen_within_a_short_deadline_is_hung_and_its_request_runs_again(fault_supervisor):
+    """With a deadline shorter than the heartbeat timeout, a stopped worker was reported as "took
+    longer than its deadline ... Try a shorter text", and the request was not run again
+    (helper-93, --request-timeout 6). A worker silent and idle at the deadline hung: it is
+    replaced as hung and the request runs again on the new one."""
+    frozen = fault_supervisor.worker_pid
+    job = fault_supervisor.submit(SynthesisRequest(text="sleep:1.5 the words"), timeout_s=4)
+    _wait_in_flight(fault_supervisor)
+    os.kill(frozen, signal.SIGSTOP)
+    out, stats = job.result(timeout=60)
+    assert stats.pid != frozen and len(out.audio) > 0
+    assert fault_supervisor.status()["restarts_by_reason"] == {"hung": 1}, fault_supervisor.status()
+
+
 def test_full_queue_answers_busy_at_once(fault_supervisor):
     running = fault_supervisor.submit(SynthesisRequest(text="sleep:2 first"))
     while fault_supervisor.status()["in_flight"] is None:

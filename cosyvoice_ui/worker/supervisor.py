@@ -521,17 +521,18 @@ class Supervisor:
         # said "ok" for minutes while such a worker held every request (sixth newcomer session).
         return not self._silent_unlocked(w)
 
-    def _silent_unlocked(self, w) -> bool:
+    def _silent_unlocked(self, w, after_s: float | None = None) -> bool:
         """Hung: no heartbeat for ``heartbeat_timeout_s`` and no CPU used meanwhile (stopped, or
         stuck waiting in a driver call). A worker that computes through the silence is busy, not
         hung: a C call that holds the GIL (WORLD analysis) on a loaded host kept the heartbeat
         thread from running for 10.5 s, and a healthy worker was killed (thirteenth newcomer
         session). The request deadline still bounds that; past ``_MAX_SILENCE_FACTOR`` times the
-        timeout, silence alone counts."""
+        timeout, silence alone counts. ``after_s``: silent for this long instead of
+        ``heartbeat_timeout_s`` (at a request's deadline)."""
         if not (w.ready and w.last_heartbeat_at):
             return False
         silent_s = time.monotonic() - w.last_heartbeat_at
-        if silent_s <= self.heartbeat_timeout_s:
+        if silent_s <= (self.heartbeat_timeout_s if after_s is None else after_s):
             return False
         if silent_s > _MAX_SILENCE_FACTOR * self.heartbeat_timeout_s or w.cpu_s_at_heartbeat is None:
             return True
@@ -551,9 +552,9 @@ class Supervisor:
         except (psutil.Error, OSError):
             return False
 
-    def _silent(self, w) -> bool:
+    def _silent(self, w, after_s: float | None = None) -> bool:
         with self._lock:
-            return self._silent_unlocked(w)
+            return self._silent_unlocked(w, after_s)
 
     def _worker_alive(self) -> bool:
         with self._lock:
@@ -802,7 +803,13 @@ class Supervisor:
                 self._handle_death(job)
                 return
             if now > deadline:
-                self._timeout(job)
+                # A worker stopped (SIGSTOP, a frozen driver call) within a deadline shorter than
+                # the heartbeat timeout was told "took longer than its deadline, try a shorter
+                # text", and its request was not run again (helper-93): silent and idle, it hung.
+                if self._silent(w, after_s=max(2.0, 4 * self.heartbeat_interval_s)):
+                    self._handle_death(job, silent_s=now - w.last_heartbeat_at)
+                else:
+                    self._timeout(job)
                 return
             if self._silent(w):
                 self._handle_death(job, silent_s=now - w.last_heartbeat_at)
