@@ -80,12 +80,14 @@
       e.stopImmediatePropagation();
       if (held) return;
       held = true;
+      document.body.dataset.pressHeld = "1";  // a reload meanwhile cuts it off (session_lost.js)
       const unlock = lock();
       const el = note("uploading_note", TEXT.uploading, generate);
       const started = Date.now();
       const later = () => {
         if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
         held = false;
+        delete document.body.dataset.pressHeld;
         unlock();
         // A refused upload (too large, no room) leaves no prompt: the held press ran in the built-in
         // voice all the same (helper-61). It is dropped, and the note says why.

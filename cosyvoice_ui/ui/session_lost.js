@@ -17,7 +17,7 @@
     left_running: "请求等待或进行期间页面被刷新或离开，因此请求未完成（页面离开后服务器会停止它）。" +
                   "文字、设置和参考音频已恢复：请再次点击“生成”。",
     left: "页面已刷新或重新打开。文字、设置和参考音频已恢复。",
-    no_prompt: "参考音频无法恢复，请重新上传或录制。",
+    no_prompt: "参考音频无法恢复，请重新上传或录制（没有参考音频时，“生成”会使用内置声音）。",
     prompt_back: "文字、设置和参考音频已恢复",
     prompt_coming: "文字和设置已恢复，参考音频正在重新上传（“生成”会等待上传完成）",
     no_prompt_back: "文字和设置已恢复",
@@ -36,7 +36,8 @@
                   "finish (the server stops a request whose page has gone). Your text, settings and prompt " +
                   "audio are back: press Generate to run it again.",
     left: "The page was reloaded or opened again. Your text, settings and prompt audio are back.",
-    no_prompt: "The prompt audio could not be brought back: upload or record it again.",
+    no_prompt: "The prompt audio could not be brought back: upload or record it again (without it, Generate " +
+               "speaks in the built-in voice).",
     prompt_back: "Your text, settings and prompt audio are back",
     prompt_coming: "Your text and settings are back, and the prompt audio is being uploaded again (Generate " +
                    "waits for it)",
@@ -140,7 +141,10 @@
   const keep = (cause) => {
     if (sessionStorage.getItem(KEY)) return;
     look();
-    const cutOff = stillRunning() || (Date.now() - lastRunning < 5000 && lastAnswer < lastRunning);
+    // A Generate held for the prompt's upload (microphone.js) was cut off too: the note said
+    // nothing of it (helper-94).
+    const cutOff = stillRunning() || document.body.dataset.pressHeld === "1" ||
+      (Date.now() - lastRunning < 5000 && lastAnswer < lastRunning);
     const saved = {at: Date.now(), cause, running: cutOff, fields: {}};
     // A result on the page is gone after the reload; its file stays on the server for a while.
     const result = document.querySelector("#output_audio a[href*='/file=']");

@@ -861,7 +861,8 @@ def test_generate_pressed_while_the_prompt_is_being_brought_back_waits_for_it(br
 
 def test_a_reload_during_the_prompts_upload_says_it_must_be_uploaded_again(browser, app):
     """A page reloaded (or dropped) while the prompt audio was still uploading said "Your text and
-    settings are back" and nothing of the prompt, which was gone (helper-86)."""
+    settings are back" and nothing of the prompt, which was gone (helper-86), nor of the Generate
+    press that waited for it (helper-94)."""
     page = _page(browser, app)
     held = []  # the upload never finishes
     page.route(re.compile(r".*/gradio_api/upload.*"), lambda route: held.append(route))
@@ -869,8 +870,12 @@ def test_a_reload_during_the_prompts_upload_says_it_must_be_uploaded_again(brows
     page.locator("#text textarea").fill("Typed while the prompt was uploading.")
     page.wait_for_function("[...document.querySelectorAll('#prompt_audio .uploading, #prompt_audio .progress-bar')]"
                            ".some(el => el.offsetParent !== null)", timeout=10_000)
+    page.locator("#generate").click()  # held until the upload arrives (microphone.js)
+    page.get_by_text("The prompt audio is still uploading").first.wait_for(timeout=10_000)
     note = _reload_and_read_the_note(page)
     assert "prompt audio could not be brought back: upload or record it again" in note, note
+    # The held press was cut off too, and the note said nothing of it (helper-94).
+    assert "while your request was waiting or running, so it did not finish" in note, note
     assert page.locator("#text textarea").input_value() == "Typed while the prompt was uploading."
 
 
