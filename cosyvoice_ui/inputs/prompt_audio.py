@@ -925,7 +925,8 @@ def _load_prompt_audio(path: str) -> PromptAudio:
                      "3-10 s of speech clones a voice better.")
     elif seconds > LONG_PROMPT_S:
         # The label asks for 3-10 s; a 13.7 s prompt was taken without a word (helper-88).
-        notes.append(f"The prompt is long ({seconds:.1f} s of sound once the silence at its ends is trimmed); "
+        # "of sound" for a prompt with 8 s of silence inside read as untrue (helper-94).
+        notes.append(f"The prompt is long ({seconds:.1f} s once the silence at its ends is trimmed, pauses included); "
                      "3-10 s of speech is enough to clone a voice, and the model reads the whole prompt for every "
                      "request.")
     if clipped > 0.001:
