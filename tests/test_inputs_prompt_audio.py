@@ -207,6 +207,10 @@ def test_a_cut_wav_is_used_with_a_note_that_it_is_cut(tmp_path):
     assert any("ends before its header says (8.6 s declared, 2.9 s present)" in n for n in prompt.notes), prompt.notes
     assert 2.5 < prompt.seconds < 3.0
     assert not any("header says" in n for n in load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav")).notes)
+    # Cut so short that it is refused: the refusal says the file is cut too (helper-94).
+    (tmp_path / "cut_short.wav").write_bytes(whole[:30_000])
+    message = _refused(tmp_path / "cut_short.wav", "s of sound", "ends before its header says (8.6 s declared, 0.3 s present)")
+    assert "upload the whole file" in message, message
 
 
 def test_text_named_mp3_is_not_called_missing(tmp_path):

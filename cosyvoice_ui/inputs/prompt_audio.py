@@ -248,7 +248,7 @@ def _wav_shortfall(path: str) -> tuple[float, float] | None:
     at, byte_rate = 12, 0
     while at + 8 <= len(head):
         kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
-        if kind == b"fmt " and at + 16 <= len(head):
+        if kind == b"fmt " and at + 20 <= len(head):
             byte_rate = struct.unpack(order + "I", head[at + 16:at + 20])[0]
         elif kind == b"data":
             present = file_bytes - (at + 8)
@@ -475,6 +475,15 @@ def load_prompt_audio(path: str) -> PromptAudio:
     with _DECODE_SLOTS:
         try:
             return _load_prompt_audio(path)
+        except InputError as e:
+            # The first 30 KB of a WAV were refused as "only 0.34 s of sound ... record a full
+            # sentence", with no word that the file was cut (helper-94).
+            short = _wav_shortfall(path) if os.path.isfile(path) else None
+            if short is None or "header says" in str(e):
+                raise
+            raise InputError(f"{e} The file ends before its header says ({short[0]:.1f} s declared, "
+                             f"{short[1]:.1f} s present): it may be an incomplete copy, download or export; "
+                             "upload the whole file.") from None
         finally:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
