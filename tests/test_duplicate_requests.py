@@ -267,6 +267,30 @@ def _visitors_join(url: str, text: str) -> tuple[dict, str]:
     return body, httpx.post(url + "gradio_api/queue/join", json=body, timeout=10).json()["event_id"]
 
 
+def test_a_rest_call_cannot_be_cancelled_by_its_event_id_alone(tmp_path):
+    """A REST call's session is its event id, so a cancel naming the id as both was taken: anyone
+    holding the id ended the call, whose GET then said "complete" with no result (helper-95). And
+    5,000 nested brackets in a queue/join body were a 500 and a traceback."""
+    import httpx
+
+    from .gradio_http import endpoint_data
+
+    with _fault_app(tmp_path) as app:
+        with urllib.request.urlopen(app.url + "config", timeout=10) as r:
+            fn_index = next(d["id"] for d in json.loads(r.read())["dependencies"] if d.get("api_name") == "synthesize")
+        body = {"data": endpoint_data(app.url, "synthesize", text="sleep:2 the caller's own words")}
+        event_id = httpx.post(app.url + "gradio_api/call/synthesize", json=body, timeout=10).json()["event_id"]
+        r = httpx.post(app.url + "gradio_api/cancel", timeout=10,
+                       json={"session_hash": event_id, "fn_index": fn_index, "event_id": event_id})
+        assert r.status_code == 404 and "REST call" in r.json()["detail"], r.text
+        result = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
+        assert "event: complete" in result and "speech-" in result, result
+        deep = httpx.post(app.url + "gradio_api/queue/join", content=b"[" * 5000 + b"]" * 5000,
+                          headers={"Content-Type": "application/json"}, timeout=10)
+        assert 400 <= deep.status_code < 500, (deep.status_code, deep.text[:200])
+    assert "Traceback" not in app.log_path.read_text()
+
+
 def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
     """GET /gradio_api/call/synthesize/<event_id> looked the event up by id alone: with another
     visitor's event id (a queue join of the page or gradio_client) it streamed that visitor's

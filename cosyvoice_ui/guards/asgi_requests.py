@@ -84,7 +84,7 @@ async def read_json(receive) -> tuple[bytes, dict | None]:
     body = await read_body(receive)
     try:
         payload = json.loads(body)
-    except ValueError:  # UnicodeDecodeError too
+    except (ValueError, RecursionError):  # UnicodeDecodeError too; 5,000 nested "[" was a 500 (helper-95)
         return body, None
     return body, payload if isinstance(payload, dict) else None
 

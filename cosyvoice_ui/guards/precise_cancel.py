@@ -18,7 +18,8 @@ A cancel that names another session's event, or one Gradio does not know (finish
 made), is refused (404; Gradio answered success for any id). The task name carries the session,
 but Gradio's dequeue and iterator close go by event id alone, so a stranger holding an event id
 ended a waiting request, whose client was told it completed with no audio (or, in a race, it ran
-again from the start: two ledger records; helper-69).
+again from the start: two ledger records; helper-69). A REST call's event is refused too: its
+session is its id, so the id alone would do (helper-95); its caller closes its GET instead.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ _NO_FUNCTION = -1  # an fn_index no task carries
 NOT_YOURS = ("No request with that event id in this session (it may have finished already): a cancel "
              "names a waiting or running event that this session_hash submitted (gradio_client's Job.cancel() "
              "does so).")
+
+
+REST_CALL = ("That event id is a REST call's (POST /gradio_api/call/<name>): it is not cancelled through "
+             "/gradio_api/cancel. Its caller ends it by closing its GET /gradio_api/call/<name>/<event_id>.")
 
 
 class PreciseCancel:
@@ -65,6 +70,11 @@ class PreciseCancel:
             # cancel worked that did nothing, and the two answers told an outsider which ids were live.
             if owner != payload["session_hash"]:  # None too: an id Gradio does not know
                 await answer_json(send, 404, NOT_YOURS)
+                return
+            if owner == payload["event_id"]:
+                # A REST call's session is its event id, so the id alone was enough: anyone holding
+                # it ended the call, whose GET then said "complete" with no result (helper-95).
+                await answer_json(send, 404, REST_CALL)
                 return
             cancelled = await cancel_task_named(
                 f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}")
