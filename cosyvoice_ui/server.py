@@ -122,7 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
-    app.add_middleware(OwnOriginOnly, allowed_hosts=settings.allowed_hosts)  # no page elsewhere acts as a visitor
+    app.add_middleware(OwnOriginOnly)  # no page at another address acts as a visitor
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
 

@@ -171,13 +171,17 @@ def test_a_page_from_another_origin_cannot_act_as_the_logged_in_visitor(tmp_path
         cookies = login.cookies
         assert cookies, login.text
         call = {"json": {"data": []}, "cookies": cookies}
-        for origin in (f"http://localhost:{app.port + 1}", "http://127.0.0.1:9999", "null", "http://evil.example",
-                       f"http://127.0.0.1:{app.port}@evil.example"):
-            r = httpx.post(app.url + "gradio_api/call/restart", headers={"Origin": origin}, **call)
+        for origin, host in ((f"http://localhost:{app.port + 1}", None), ("http://127.0.0.1:9999", None),
+                             ("null", None), ("http://evil.example", None),
+                             (f"http://127.0.0.1:{app.port}@evil.example", None),
+                             # Another port of the proxy's name passed (helper-95).
+                             ("http://voices.example.org:9999", "voices.example.org")):
+            headers = {"Origin": origin, **({"Host": host} if host else {})}
+            r = httpx.post(app.url + "gradio_api/call/restart", headers=headers, **call)
             assert r.status_code == 403 and "only from its own page" in r.json()["detail"], (origin, r.text)
             assert "access-control-allow-origin" not in r.headers, r.headers
-            preflight = httpx.options(app.url + "gradio_api/call/restart", headers={
-                "Origin": origin, "Access-Control-Request-Method": "POST"})
+            preflight = httpx.options(app.url + "gradio_api/call/restart",
+                                      headers={**headers, "Access-Control-Request-Method": "POST"})
             assert preflight.status_code == 403, (origin, preflight.text)
         # The app's own page, a script with no Origin, and a page from the proxy's name.
         for headers in ({"Origin": f"http://127.0.0.1:{app.port}"}, {"Origin": f"http://localhost:{app.port}",

@@ -11,9 +11,10 @@ the answer, a form POST from such a page is a request made in the user's name.
 Browsers name the page that sent a request in its ``Origin`` header (every cross-origin request,
 and same-origin ones other than GET and HEAD); scripts and ``gradio_client`` send none. So a
 request whose ``Origin`` names another host or port than the one it was sent to (its ``Host``,
-or the ``X-Forwarded-Host`` a reverse proxy sets), and not a name given with ``--allowed-host``,
-is answered 403 with what would work. ``Origin: null`` (a sandboxed frame, a local file) is
-foreign too. Port 80 and 443 are the same as none, as in a URL.
+or the ``X-Forwarded-Host`` a reverse proxy sets) is answered 403 with what would work.
+``Origin: null`` (a sandboxed frame, a local file) is foreign too. Port 80 and 443 are the same
+as none, as in a URL. A name given with ``--allowed-host`` is no exception: any port of it
+passed, so another service on the proxy's host could act as its visitors (helper-95).
 """
 
 from __future__ import annotations
@@ -40,11 +41,10 @@ class OwnOriginOnly:
 
     Args:
         app: the ASGI app inside.
-        allowed_hosts: host names whose pages may call the app on any port (``--allowed-host``), lower case.
     """
 
-    def __init__(self, app, allowed_hosts: tuple[str, ...] = ()) -> None:
-        self.app, self.allowed = app, {h.lower() for h in allowed_hosts}
+    def __init__(self, app) -> None:
+        self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
@@ -59,8 +59,6 @@ class OwnOriginOnly:
         sender = _authority(origin) if origin.lower().startswith(("http://", "https://")) else None
         if sender is None:
             return False
-        if sender[0] in self.allowed:
-            return True
         own = [headers.get(b"host", b"").decode("latin-1")]
         own += [h.strip() for h in headers.get(b"x-forwarded-host", b"").decode("latin-1").split(",")[:1]]
         return any(_authority(h) == sender for h in own if h)
@@ -69,6 +67,6 @@ class OwnOriginOnly:
         message = (f"This app takes requests only from its own page: this one came from a page at "
                    f"{origin[:100]!r}, another address, which could otherwise act in its visitor's name. Open "
                    f"the app at its own address; scripts (curl, gradio_client) send no Origin and are not "
-                   f"affected. A reverse proxy must pass its host name (Host or X-Forwarded-Host), or "
-                   f"name it with --allowed-host.")
+                   f"affected. A reverse proxy must pass the host name and port the browser used (Host or "
+                   f"X-Forwarded-Host).")
         await refuse(scope, send, 403, message)
