@@ -20,32 +20,47 @@ import warnings
 import uvicorn
 
 
-def _own_gradio_temp_folder(port: int) -> None:
+def _own_gradio_temp_folder(port: int) -> bool:
     """Gradio keeps uploads and results in $GRADIO_TEMP_DIR, by default /tmp/gradio, shared by
     every Gradio app on the machine; the upload sweeper (temp_files.py) must only ever see this
     app's files (fourth newcomer session: it removed 540 stale files of other apps). Unless the
     user chose a folder, this app gets <temp>/cosyvoice_ui-<port>: one per port, so that two
     copies on two ports never sweep each other's files (forty-eighth newcomer session), and the
-    next start on the same port finds what a killed one left."""
+    next start on the same port finds what a killed one left. True when the app chose it."""
     import os
     import tempfile
 
     if not os.environ.get("GRADIO_TEMP_DIR"):
         os.environ["GRADIO_TEMP_DIR"] = os.path.join(tempfile.gettempdir(), f"cosyvoice_ui-{port}")
+        return True
+    return False
 
 
-def _temp_folder_problem() -> str | None:
+def _temp_folder_problem(ours: bool = False) -> str | None:
     """Why ``$GRADIO_TEMP_DIR`` cannot hold uploads and results, or ``None``. A file or an
     unwritable path there made Gradio raise after the model had loaded, and the process stayed
-    up serving nothing (twenty-second newcomer session)."""
+    up serving nothing (twenty-second newcomer session).
+
+    The folder must belong to the user running the app: the default one's name is known
+    (``/tmp/cosyvoice_ui-<port>``), and another local user who made it first could read and
+    replace every upload and result in it, or hold its lock file so that the app would not start
+    (helper-95). ``ours`` (the app chose the folder): it is also made private (mode 0700), and a
+    link there is refused."""
     folder = os.environ["GRADIO_TEMP_DIR"]
     if os.path.exists(folder) and not os.path.isdir(folder):
         return f"GRADIO_TEMP_DIR={folder!r} is a file, not a folder; point it at a writable folder or unset it."
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError as e:
         return (f"GRADIO_TEMP_DIR={folder!r} cannot hold uploads and results ({e.strerror}); point it at a "
                 "writable folder or unset it.")
+    owner = os.stat(folder).st_uid
+    if owner != os.getuid() or (ours and os.path.islink(folder)):
+        what = "is a link" if owner == os.getuid() else f"belongs to another user (uid {owner})"
+        return (f"the temporary folder {folder!r} {what}: whoever made it could read and replace this app's "
+                "uploads and results. Remove it, or point GRADIO_TEMP_DIR at a folder of your own.")
+    if ours:
+        os.chmod(folder, 0o700)
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"GRADIO_TEMP_DIR={folder!r} is not writable; point it at a writable folder or unset it."
     return None
@@ -85,8 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.glibc_heap import serve_large_buffers_from_mmap
 
     serve_large_buffers_from_mmap()
-    _own_gradio_temp_folder(settings.port)
-    problem = _temp_folder_problem()
+    # Uploads, results, the ledger and logs are the user's own: results were 0644 in 0755
+    # folders, readable by every local user (helper-95). The worker inherits this.
+    os.umask(0o077)
+    problem = _temp_folder_problem(ours=_own_gradio_temp_folder(settings.port))
     if not problem:
         from cosyvoice_ui.temp_files import claim_folder
 

@@ -248,6 +248,43 @@ def test_default_temp_folder_is_the_apps_own(tmp_path):
         app.stop()
 
 
+def test_uploads_and_results_are_private_to_the_user_running_the_app(tmp_path):
+    """Results were 0644 in 0755 folders, so every local user could read them; and another user who
+    made the default folder (/tmp/cosyvoice_ui-<port>, a known name) first could read and replace
+    every upload and result in it (helper-95). Files are the user's own now, the app's own folder
+    is 0700, and a folder of another user is refused at start."""
+    import stat
+    import subprocess
+    import sys
+
+    from .conftest import ROOT, free_port
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    app = RunningApp(env={"TMPDIR": str(temp), "GRADIO_TEMP_DIR": ""})
+    try:
+        app.wait_healthy()
+        _synthesize(app)
+        folder = temp / f"cosyvoice_ui-{app.port}"
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, oct(folder.stat().st_mode)
+        made = [p for p in folder.rglob("*")]
+        assert any(p.suffix == ".wav" and p.name.startswith("speech-") for p in made), made
+        shared = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in made if p.stat().st_mode & 0o077}
+        assert not shared, shared
+    finally:
+        app.stop()
+    if os.getuid() != 0:
+        pytest.skip("making a folder of another user needs root (CI runs as root)")
+    port = free_port()
+    planted = temp / f"cosyvoice_ui-{port}"
+    planted.mkdir(mode=0o777)
+    os.chown(planted, 65534, 65534)  # nobody
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "--port", str(port)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "TMPDIR": str(temp), "GRADIO_TEMP_DIR": ""})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "belongs to another user (uid 65534)" in out, out[-2000:]
+
+
 def test_a_second_copy_on_the_same_temp_folder_is_refused(tmp_path):
     """A second copy started on the same GRADIO_TEMP_DIR with a shorter --temp-file-ttl deleted the
     first copy's uploads and results while it ran (its result links answered 403; forty-eighth
