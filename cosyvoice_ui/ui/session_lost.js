@@ -11,10 +11,12 @@
   const TEXT = zh ? {
     logged_out: "登录已失效（可能在其他标签页中退出了登录，或登录已过期）：此页面无法再发送或接收任何内容，" +
                 "监控数据也不再更新。请刷新页面重新登录（文字和设置会在此标签页中保留 15 分钟）。",
-    restored_running: "请求等待或进行期间与服务器的连接中断，请求未完成，页面已在连接恢复后自动刷新（Gradio 的做法）。" +
+    restored_running: "请求等待或进行期间与服务器的连接中断，请求未在此页面完成（服务器已在合成的部分会完成，但无法在此显示），" +
+                      "页面已在连接恢复后自动刷新（Gradio 的做法）。" +
                       "文字、设置和参考音频已恢复：请再次点击“生成”。",
     restored: "与服务器的连接中断，页面已在连接恢复后自动刷新（Gradio 的做法）。文字、设置和参考音频已恢复。",
-    left_running: "请求等待或进行期间页面被刷新或离开，因此请求未完成（页面离开后服务器会停止它）。" +
+    left_running: "请求等待或进行期间页面被刷新或离开，因此请求未在此页面完成（页面离开后服务器会停止它；" +
+                  "已在合成的部分会完成，但无法在此显示）。" +
                   "文字、设置和参考音频已恢复：请再次点击“生成”。",
     left: "页面已刷新或重新打开。文字、设置和参考音频已恢复。",
     no_prompt: "参考音频无法恢复，请重新上传或录制（没有参考音频时，“生成”会使用内置声音）。",
@@ -27,13 +29,17 @@
     logged_out: "Your login has ended (you logged out in another tab, or it expired): this page can no longer " +
                 "send or receive anything, and the monitor has stopped updating. Reload the page to log in " +
                 "again (your text and settings are kept in this tab for 15 minutes).",
+    // "did not finish" alone was untrue for a request on its last part: the server finished it,
+    // recorded ok, and nothing could show it (helper-96).
     restored_running: "The connection to the server dropped while your request was waiting or running, so it " +
-                      "did not finish, and the page reloaded once the server answered again (Gradio does so). " +
+                      "did not finish on this page (a part the server was already speaking is finished, but " +
+                      "cannot be shown), and the page reloaded once the server answered again (Gradio does so). " +
                       "Your text, settings and prompt audio are back: press Generate to run it again.",
     restored: "The connection to the server dropped, and the page reloaded once the server answered again " +
               "(Gradio does so). Your text, settings and prompt audio are back.",
     left_running: "The page was reloaded or left while your request was waiting or running, so it did not " +
-                  "finish (the server stops a request whose page has gone). Your text, settings and prompt " +
+                  "finish on this page (the server stops a request whose page has gone; a part it was already " +
+                  "speaking is finished, but cannot be shown). Your text, settings and prompt " +
                   "audio are back: press Generate to run it again.",
     left: "The page was reloaded or opened again. Your text, settings and prompt audio are back.",
     no_prompt: "The prompt audio could not be brought back: upload or record it again (without it, Generate " +
