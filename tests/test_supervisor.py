@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -580,6 +581,20 @@ def test_a_request_withdrawn_for_a_reason_says_it_in_the_ledger(fault_supervisor
     assert {r.outcome for r in records} == {"cancelled", "abandoned"}, records
     assert all(r.error.startswith("replaced by a newer request from its tab") for r in records), records
     assert "stopped after 1 of 2 segments" in next(r.error for r in records if r.outcome == "abandoned"), records
+
+
+def test_a_request_withdrawn_after_its_worker_died_names_that_worker_in_the_ledger(fault_supervisor):
+    """Its ledger row named the replacement worker, on which it never ran (helper-96)."""
+    killed = fault_supervisor.worker_pid
+    future = fault_supervisor.submit(SynthesisRequest(text="sleep:5 the words"))
+    _wait_in_flight(fault_supervisor)
+    os.kill(killed, signal.SIGKILL)
+    assert _wait_until(lambda: fault_supervisor.status()["restarts_by_reason"].get("crash"), 10)
+    fault_supervisor.withdraw(future)  # while the replacement loads: not run again
+    with pytest.raises((SynthesisFailed, concurrent.futures.CancelledError)):
+        future.result(timeout=30)
+    record = fault_supervisor.ledger.records()[-1]
+    assert record.outcome in ("abandoned", "cancelled") and record.worker_pid == killed, record
 
 
 def test_withdrawn_during_its_last_segment_is_recorded_abandoned(fault_supervisor):

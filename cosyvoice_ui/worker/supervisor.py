@@ -82,6 +82,7 @@ class _Job:
     restarted_audio: bool = False
     abandoned: bool = False  # its client left while it ran (see Supervisor.withdraw)
     withdrawn_because: str | None = None  # the ledger's reason, when not "the client left"
+    ran_on_pid: int | None = None  # the worker of its last attempt (the ledger's pid once that one is gone)
 
 
 @dataclasses.dataclass
@@ -765,6 +766,7 @@ class Supervisor:
             _fail(job, SynthesisFailed("The client left while this request ran."))
             return
         job.attempts += 1
+        job.ran_on_pid = w.process.pid
         self._reset_audio(job, attempt=0)
         if not job.future.running() and not job.future.set_running_or_notify_cancel():
             with self._lock:
@@ -1111,7 +1113,9 @@ class Supervisor:
             peak_allocated_bytes=stats.peak_allocated_bytes if stats else None,
             peak_reserved_bytes=stats.peak_reserved_bytes if stats else None,
             peak_rss_bytes=stats.peak_rss_bytes if stats else None,
-            worker_pid=stats.pid if stats else (w.process.pid if w else None),
+            # The worker it last ran on: a request withdrawn after a crash named the replacement,
+            # on which it never ran (helper-96).
+            worker_pid=stats.pid if stats else (job.ran_on_pid or (w.process.pid if w else None)),
             outcome=outcome, error=error,
             memory_before_bytes=stats.memory_before_bytes if stats else None,
             predicted_peak_bytes=job.predicted_peak_bytes))
