@@ -115,6 +115,26 @@ def test_the_temp_folders_claim_file_is_not_served(app):
         assert str(app.proc.pid).encode() not in body
 
 
+def test_only_the_apps_own_files_in_its_temporary_folder_are_served(app):
+    """With GRADIO_TEMP_DIR pointed at a folder that held other files, each could be downloaded by
+    anyone (helper-97). Only uploads and results (``<folder>/<hash>/<name>``) are served."""
+    (app.temp_dir / "notes.txt").write_text("an operator's notes")
+    (app.temp_dir / "sub").mkdir(exist_ok=True)
+    (app.temp_dir / "sub" / "data.wav").write_bytes(OUTSIDE_WAV.read_bytes())
+    deep = app.temp_dir / ("a" * 64) / "deeper"
+    deep.mkdir(parents=True, exist_ok=True)
+    (deep / "x.wav").write_bytes(OUTSIDE_WAV.read_bytes())
+    for path in ("notes.txt", "sub/data.wav", f"{'a' * 64}/deeper/x.wav"):
+        status, body = gh.http_get(app.url + "gradio_api/file=" + urllib.parse.quote(f"{app.temp_dir}/{path}"))
+        assert status == 404 and b"only its own uploads and results" in body, (path, status, body[:200])
+    client = Client(app.url, verbose=False)
+    audio_path, _ = client.predict(text="Hello there.", prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_female.wav")),
+                                   api_name="/synthesize")
+    served = next(p for p in gh.files_under(app.temp_dir) if Path(p).name.startswith("speech-"))
+    status, body = gh.http_get(app.url + "gradio_api/file=" + urllib.parse.quote(f"{app.temp_dir}/{served}"))
+    assert status == 200 and body[:4] == b"RIFF", (served, status)
+
+
 def test_uploads_still_work_and_server_keeps_serving(app):
     """After the attempts above: an uploaded real prompt is synthesized, /healthz is 200."""
     client = Client(app.url, verbose=False)

@@ -5,16 +5,24 @@ allowed: /tmp/.../audio.wav``: "not allowed" for a file that merely expired, and
 absolute temporary path to anyone (helper-50, downloading a result from a tab left open past the
 time-to-live). A path inside the temporary folder that no longer exists is answered 404 with how
 long files are kept and what to do; other paths go to Gradio as before.
+
+Gradio serves any file under its temporary folder. With ``GRADIO_TEMP_DIR`` pointed at a folder
+that held other files (a project folder, ``$HOME``), each of them could be downloaded by anyone,
+without login (helper-97). Only the files Gradio makes there (``<folder>/<hash>/<name>``: uploads
+and results) are served now; any other path inside the folder is a 404, decided by its form
+alone, so the answer tells nothing about what exists.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from ..temp_files import upload_ttl_text
 from .asgi_requests import answer_json, logged_in
 
 _FILE_ROUTE = "/gradio_api/file="
+_MADE_HERE = re.compile(r"[0-9a-f]{32,64}/[^/]+")  # Gradio's hash folder, then the file
 
 
 class ExpiredFiles:
@@ -39,6 +47,10 @@ class ExpiredFiles:
                 # traceback, before any login check (helper-60).
                 await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
+            if at >= 0 and self._not_made_here(raw[at + len(_FILE_ROUTE):]):
+                await answer_json(send, 404, "This app serves only its own uploads and results from its temporary "
+                                             "folder; that path is neither.")
+                return
             if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
                 await answer_json(send, 404, f"This file is not on the server (any more): uploads and results "
                                              f"are kept for {upload_ttl_text()} (--temp-file-ttl). Generate the "
@@ -52,4 +64,8 @@ class ExpiredFiles:
         real = os.path.realpath(path)
         return real.startswith(self.folder + os.sep) and not os.path.exists(real)
 
-
+    def _not_made_here(self, path: str) -> bool:
+        if not os.path.isabs(path):
+            return False
+        real = os.path.realpath(path)
+        return real.startswith(self.folder + os.sep) and not _MADE_HERE.fullmatch(real[len(self.folder) + 1:])
