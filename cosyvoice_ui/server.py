@@ -32,6 +32,7 @@ from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.session_streams import OneStreamPerSession
 from .guards.streamed_input import NoStreamedInput
+from .guards.streams_per_address import StreamsPerAddress
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -121,6 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
+    app.add_middleware(StreamsPerAddress)  # one address cannot hold every connection with open streams
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
     app.add_middleware(OwnOriginOnly)  # no page at another address acts as a visitor
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)

@@ -132,3 +132,53 @@ def test_a_burst_of_connections_does_not_flood_the_log_with_accept_errors(tmp_pa
         assert log.count("Traceback") == 0, log[-3000:]
     finally:
         app.stop()
+
+
+def test_one_address_cannot_hold_every_connection_with_open_streams(tmp_path):
+    """One local client held 6,659 heartbeat streams open, every connection the process may have:
+    every other visitor and /healthz got 503 while it lasted (helper-97). Past
+    MAX_STREAMS_PER_ADDRESS open streams, that address's next one is a 429; the rest is served."""
+    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = min(hard, 8192) if hard != resource.RLIM_INFINITY else 8192
+    resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))  # room for the streams, here and in the app
+    try:
+        app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(room, 4096)), hard))
+    held = []
+    try:
+        app.wait_healthy()
+        for i in range(MAX_STREAMS_PER_ADDRESS + 20):
+            # From 127.0.0.2, another address: the client below (127.0.0.1) is another visitor.
+            s = socket.create_connection(("127.0.0.1", app.port), timeout=10, source_address=("127.0.0.2", 0))
+            s.sendall(b"GET /gradio_api/heartbeat/s%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % i)
+            held.append(s)
+        refused = 0
+        for s in held:
+            s.settimeout(0.3)
+            try:
+                refused += s.recv(200).startswith(b"HTTP/1.1 429")
+            except socket.timeout:
+                pass
+        assert refused == 20, refused
+        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
+            assert r.status == 200
+        assert Client(app.url, verbose=False).predict(text="while they are held", api_name="/synthesize")[1]["audio_s"] > 0
+        for s in held:
+            s.close()
+        held = []
+        time.sleep(1.0)
+        s = socket.create_connection(("127.0.0.1", app.port), timeout=10, source_address=("127.0.0.2", 0))
+        s.sendall(b"GET /gradio_api/heartbeat/after HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        s.settimeout(1.0)
+        try:
+            assert not s.recv(200).startswith(b"HTTP/1.1 429")
+        except socket.timeout:
+            pass  # held open, as a heartbeat is
+        s.close()
+    finally:
+        for s in held:
+            s.close()
+        app.stop()
