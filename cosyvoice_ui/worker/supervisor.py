@@ -916,17 +916,19 @@ class Supervisor:
                               report.describe(), worker_pid=pid)
 
     def _timeout(self, job: _Job) -> None:
+        # To 0.01 s: a 6.25 s deadline (--request-timeout 5, two segments) was said to be "6 s" (helper-98).
+        deadline = f"{round(job.timeout_s, 2):g} s"
         with self._lock:
             w = self._worker
             self._inflight = None
             self._state = RESTARTING
             self._restarts["timeout"] += 1
-            self._last_error = f"A request passed its {job.timeout_s:.0f} s deadline; the worker was restarted."
-        log.error("request %s passed its %.0f s deadline; restarting worker %s", job.id, job.timeout_s, w.process.pid)
+            self._last_error = f"A request passed its {deadline} deadline; the worker was restarted."
+        log.error("request %s passed its %s deadline; restarting worker %s", job.id, deadline, w.process.pid)
         self._kill(w)
-        self._record(job, "timeout", error=f"deadline {job.timeout_s:.0f} s")
+        self._record(job, "timeout", error=f"deadline {deadline}")
         _fail(job, RequestTimedOut(
-            f"The request took longer than its {job.timeout_s:.0f} s deadline, so the worker was restarted. "
+            f"The request took longer than its {deadline} deadline, so the worker was restarted. "
             "Try a shorter text; you may send it again."))
         self._serve_waiting_restarts(self._replace_worker("timeout"))
 
