@@ -545,7 +545,10 @@ def test_every_request_sent_during_a_shutdown_gets_its_answer(tmp_path, monkeypa
                 try:
                     c.predict(text=f"sleep:0.3 client {n} request {i}", api_name="/synthesize")
                     outcomes.append("ok")
-                except (httpx.ConnectError, ConnectionError):  # the server has gone: nothing was taken
+                # The server has gone. A request sent on a kept-alive connection as the server closed
+                # it is a RemoteProtocolError (the HTTP keep-alive race; a CI run under load): the
+                # ledger check below says whether it was taken.
+                except (httpx.ConnectError, httpx.RemoteProtocolError, ConnectionError):
                     return
                 except Exception as e:  # noqa: BLE001
                     message = str(e)

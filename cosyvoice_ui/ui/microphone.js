@@ -35,10 +35,15 @@
   // built-in voice (a slow link; the browser test did it under load): the press waits for the
   // upload, then goes through.
   // Also while the page puts the prompt back after a reload or a dropped connection (session_lost.js).
+  // And for a while after Stop, until the recording's file is on the server (its link): pressed
+  // right after Stop on a busy machine, Generate ran before the recording's upload had begun, in
+  // the built-in voice (this session's CI run).
+  let stoppedAt = 0;
   const uploading = () => {
     const p = prompt();
     return p !== null && (Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown) ||
-                          document.body.dataset.promptRestoring === "1");
+                          document.body.dataset.promptRestoring === "1" ||
+                          (Date.now() - stoppedAt < 15000 && p.querySelector("a[href*='/file=']") === null));
   };
   // One held press at most: each press held its own wait, and under load three presses gave one
   // run and two "already being synthesized" pop-ups once the upload arrived (known list; this
@@ -61,6 +66,7 @@
       note("microphone_note", TEXT.insecure, prompt());
       return;
     }
+    if (target.closest("#prompt_audio .stop-button, #prompt_audio .stop-button-paused")) stoppedAt = Date.now();
     const generate = target.closest("#generate");
     // A file the page refused as too large (prompt_upload.js's note) never uploads: a press right
     // after ran in the built-in voice (helper-67). Dropped once, saying why, as for a refused upload.

@@ -194,11 +194,19 @@ def test_generate_while_recording_waits_for_the_recording(browser, app):
     page.wait_for_timeout(2000)
     assert "audio_s" not in _stats_text(page), "Generate ran while the prompt was still being recorded"
     _shot(page, "generate-while-recording")
+    # Pressed right after Stop, before the recording's upload had begun, Generate ran in the built-in
+    # voice (a CI run on a busy machine): the upload is held here to make that moment last.
+    held, released = [], []
+    page.route(re.compile(r".*/gradio_api/upload.*"), lambda route: route.continue_() if released else held.append(route))
     page.locator("#prompt_audio .stop-button").click()
     note.wait_for(state="detached", timeout=10_000)
-    page.locator("#prompt_audio audio, #prompt_audio [data-testid='waveform-controls'], #prompt_audio .play-pause-button"
-                 ).first.wait_for(state="attached", timeout=15_000)
     page.locator("#generate").click()
+    page.get_by_text("The prompt audio is still uploading").first.wait_for(timeout=10_000)
+    page.wait_for_timeout(1000)
+    assert "audio_s" not in _stats_text(page), "Generate ran before the recording was on the server"
+    released.append(True)
+    for route in held:
+        route.continue_()
     page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
     stats = _stats_text(page)
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
