@@ -56,7 +56,7 @@ def test_auth_and_metrics_token(tmp_path, monkeypatch):
         # A missing file in the temporary folder is "not on the server (any more)" only to a
         # logged-in caller: the answer names the time-to-live (helper-54).
         import tempfile
-        missing = f"gradio_api/file={tempfile.gettempdir()}/cosyvoice_ui-{app.port}/0000/audio.wav"
+        missing = f"gradio_api/file={tempfile.gettempdir()}/cosyvoice_ui-{app.port}/{'0' * 64}/audio.wav"  # an upload's form
         assert _status(app.url + missing) == 401
         with httpx.Client(base_url=app.url, timeout=10) as browser:
             assert browser.post("login", data={"username": "alice", "password": "s3cret"}).status_code == 200

@@ -47,7 +47,8 @@ class ExpiredFiles:
                 # traceback, before any login check (helper-60).
                 await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
-            if at >= 0 and self._not_made_here(raw[at + len(_FILE_ROUTE):]):
+            # Also only for a logged-in caller under --auth: others get Gradio's 401, as for any file.
+            if at >= 0 and self._not_made_here(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
                 await answer_json(send, 404, "This app serves only its own uploads and results from its temporary "
                                              "folder; that path is neither.")
                 return
