@@ -232,6 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("answering to %s through a reverse proxy: /healthz and /metrics (the queue, pids, the "
                     "temporary folder's free space) are open to whoever the proxy lets through, --auth or not; "
                     "--metrics-token closes them", ", ".join(settings.allowed_hosts))
+    if settings.allowed_hosts and not settings.forwarded_allow_ips:
+        log.warning("answering to %s without --forwarded-allow-ips: every client counts as the proxy's address "
+                    "(the log names it; its 256 open streams are shared by all); give the proxy's address, "
+                    "such as --forwarded-allow-ips 127.0.0.1, to take the client's from X-Forwarded-For",
+                    ", ".join(settings.allowed_hosts))
+    elif settings.forwarded_allow_ips:
+        log.info("taking the client's address and scheme from X-Forwarded-For and X-Forwarded-Proto sent from %s; "
+                 "a process that connects from there can name any address", ", ".join(settings.forwarded_allow_ips))
     drained = threading.Event()
 
     no_worker = threading.Event()  # unloaded when the drain began: "the worker has ended" would be wrong
@@ -264,8 +272,12 @@ def main(argv: list[str] | None = None) -> int:
                  settings.port)
 
     DeadlineH11Protocol.configure(settings.read_timeout_s)
+    # uvicorn took X-Forwarded-For from any connection from 127.0.0.1 by default: a local client
+    # named a new address in each request, past the per-address stream limit (helper-99).
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                            timeout_graceful_shutdown=5, http=DeadlineH11Protocol),
+                                            timeout_graceful_shutdown=5, http=DeadlineH11Protocol,
+                                            proxy_headers=bool(settings.forwarded_allow_ips),
+                                            forwarded_allow_ips=list(settings.forwarded_allow_ips) or None),
                             drain, stopped, listening,
                             end_streams=lambda: end_streams(app), undelivered=lambda: undelivered_answers(app),
                             close_joins=lambda: close_joins(app),

@@ -21,6 +21,7 @@ from .guards import failed_uploads
 from .guards.expired_files import ExpiredFiles
 from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
+from .guards.frame_ancestors import FrameAncestors
 from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly
 from .guards.login_required import LoginRequired
@@ -31,8 +32,9 @@ from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
 from .guards.session_streams import OneStreamPerSession
+from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
-from .guards.streams_per_address import StreamsPerAddress
+from .guards.streams_per_address import StreamsPerAddress, room_for_streams
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -122,11 +124,13 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
     app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
-    app.add_middleware(StreamsPerAddress)  # one address cannot hold every connection with open streams
+    app.add_middleware(StreamsPerAddress,  # one address, or all, cannot hold every connection with open streams
+                       total=lambda: room_for_streams(DeadlineH11Protocol.max_connections))
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
     app.add_middleware(OwnOriginOnly)  # no page at another address acts as a visitor
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
+    app.add_middleware(FrameAncestors, sources=settings.frame_ancestors)  # no page elsewhere frames it (on every answer)
 
     def token_ok(request: fastapi.Request) -> bool:
         if not settings.metrics_token:

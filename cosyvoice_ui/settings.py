@@ -8,8 +8,8 @@ else in the package reads ``sys.argv`` or ``os.environ`` for configuration.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import dataclasses
+import ipaddress
 import math
 import os
 import re
@@ -54,6 +54,8 @@ class Settings:
     memory_reserve: float = 0.10
     auth: str | None = None  # "user:password"
     allowed_hosts: tuple[str, ...] = ()  # host names answered besides loopback ones, when serving on loopback
+    forwarded_allow_ips: tuple[str, ...] = ()  # proxies whose X-Forwarded-For/-Proto are taken; none by default
+    frame_ancestors: str = "'self'"  # CSP frame-ancestors: the pages that may show the app in a frame
     metrics_token: str | None = None
     max_upload_mb: float = 20.0
     temp_reserve_mb: float | None = None  # uploads leaving less free in the temp folder are refused; None: 2 x upload, >= 64
@@ -132,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --host a loopback address, a host name the app answers to besides localhost, 127.0.0.1 "
                         "and [::1] (a reverse proxy that passes its own name); repeat for more, or set "
                         "COSYVOICE_UI_ALLOWED_HOSTS to names separated by commas")
+    p.add_argument("--forwarded-allow-ips", default=_env("forwarded_allow_ips", None), metavar="ADDRESSES",
+                   help="addresses or networks of reverse proxies, separated by commas (127.0.0.1 for one on this "
+                        "machine; * for any), whose X-Forwarded-For and X-Forwarded-Proto are taken as the client's "
+                        "address and scheme; from others, and by default, these headers are ignored, as anyone "
+                        "can send them")
+    p.add_argument("--frame-ancestors", default=_env("frame_ancestors", d.frame_ancestors), metavar="SOURCES",
+                   help="pages that may show the app in a frame, as a Content-Security-Policy frame-ancestors "
+                        "source list: 'self' (the app's own pages), or add the embedding site, such as "
+                        "\"'self' https://huggingface.co\" for a Hugging Face Space")
     p.add_argument("--port", type=_port, default=_env("port", d.port, check=_port), help="TCP port to serve on")
     p.add_argument("--engine", default=_env("engine", d.engine),
                    help="synthesis engine: embedded (Piper + WORLD; PyTorch on CUDA, ONNX Runtime on the CPU), "
@@ -458,7 +469,38 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _warn_about_self_defeating_limits(values, from_env)
     _warn_about_engine_flags(values, from_env)
     values["allowed_hosts"] = tuple(_allowed_host(parser, h) for h in values["allowed_hosts"] or () if h.strip())
+    values["forwarded_allow_ips"] = _forwarded_allow_ips(parser, values["forwarded_allow_ips"])
+    values["frame_ancestors"] = _frame_ancestors(parser, values["frame_ancestors"])
     return Settings(**values)
+
+
+def _frame_ancestors(parser: argparse.ArgumentParser, value: str) -> str:
+    """``--frame-ancestors`` as one CSP source list (blanks between sources made single). A ``;``
+    or ``,`` would end the directive or add a policy, and a line break would end the header, so
+    they are refused, as is an empty list (``'none'`` says no frame at all)."""
+    sources = " ".join(value.split())
+    if not sources or not sources.isascii() or any(c in sources for c in ";,") or not sources.isprintable():
+        parser.error(f"--frame-ancestors {value[:100]!r} is not a frame-ancestors source list; give sources "
+                     f"separated by blanks, such as \"'self' https://huggingface.co\", or 'none'")
+    return sources
+
+
+def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None) -> tuple[str, ...]:
+    """``--forwarded-allow-ips`` as uvicorn's ``forwarded_allow_ips`` takes it: addresses, networks
+    (``10.0.0.0/8``) or ``*``. uvicorn's default (127.0.0.1) let any local client name any address
+    in ``X-Forwarded-For``, past the per-address stream limit (helper-99), so there is none here;
+    something that is no address (a host name, which uvicorn would compare as text) is refused."""
+    entries = tuple(e.strip() for e in (value or "").split(",") if e.strip())
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            parser.error(f"--forwarded-allow-ips {entry[:100]!r} is not an address or network; give the proxy's "
+                         f"address as it connects (127.0.0.1 for one on this machine), a network such as "
+                         f"10.0.0.0/8, or *")
+    return entries
 
 
 _HOST_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$")

@@ -147,6 +147,9 @@ def test_a_reverse_proxys_host_name_can_be_allowed(tmp_path, monkeypatch):
         # A public demo behind the proxy showed its disk figures, queue and pids on /healthz and
         # /metrics to anyone, --auth or not: the log says so (helper-76).
         assert "/healthz and /metrics (the queue, pids" in app.log_path.read_text()
+        # Without --forwarded-allow-ips the proxy's X-Forwarded-For is ignored (anyone could send
+        # one: helper-99): the log says what to give.
+        assert "without --forwarded-allow-ips: every client counts as the proxy's address" in app.log_path.read_text()
     finally:
         app.stop()
 

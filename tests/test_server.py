@@ -149,3 +149,19 @@ def test_an_operation_for_everyone_is_logged_with_who_pressed_it(app_server):
     while "Free cache pressed by 127.0.0.1" not in app_server.log_path.read_text() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "Free cache pressed by 127.0.0.1" in app_server.log_path.read_text()
+
+
+def test_every_answer_forbids_frames_from_other_pages(app_server):
+    """Clickjacking (helper-99): a page elsewhere framed the app and had a click press Restart.
+    Every answer, the page, the API, files, a 404 and a guard's refusal, says that only the app's
+    own pages may frame it (CSP frame-ancestors, and X-Frame-Options for older browsers)."""
+    import httpx
+
+    with httpx.Client(base_url=app_server.url, timeout=10) as http:
+        answers = [http.get("/"), http.get("/healthz"), http.get("/gradio_api/info"), http.get("/no/such/page"),
+                   http.get("/", headers={"Host": "evil.example"}),  # refused by the Host check
+                   http.post("/gradio_api/call/status", json={"data": []}, headers={"Origin": "http://evil.example"})]
+    assert [r.status_code for r in answers] == [200, 200, 200, 404, 403, 403]
+    for r in answers:
+        assert r.headers.get("content-security-policy") == "frame-ancestors 'self'", (r.url, r.headers)
+        assert r.headers.get("x-frame-options") == "SAMEORIGIN", (r.url, r.headers)

@@ -65,6 +65,11 @@ from .conftest import ROOT, free_port
     (["--leak-window", "100000"], "--leak-window 100000 is over"),
     (["--allowed-host", "a b"], "--allowed-host 'a b' is not a host name"),  # accepted silently (helper-53)
     (["--allowed-host", "https://proxy.example"], "not a URL"),  # allowed the host "https" (helper-54)
+    # uvicorn compares a host name as text: it would never match a proxy's address (helper-99).
+    (["--forwarded-allow-ips", "proxy.local"], "--forwarded-allow-ips 'proxy.local' is not an address or network"),
+    # A ";" would add directives to the policy, a "," another policy.
+    (["--frame-ancestors", "'self'; script-src *"], "is not a frame-ancestors source list"),
+    (["--frame-ancestors", "  "], "is not a frame-ancestors source list"),
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")

@@ -36,13 +36,13 @@ def _closed_by_server(s: socket.socket, within_s: float) -> bool:
         return False
 
 
-def _app_with_few_file_handles() -> RunningApp:
+def _app_with_few_file_handles(*flags: str) -> RunningApp:
     """The app started with an open-file limit of 256 (its connection limit is then about 77),
     read timeout 3 s; the test process's own limit is restored at once."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))  # inherited by the app only
     try:
-        return RunningApp("--engine", "tests.fault_engines:FaultEngine", "--read-timeout", "3")
+        return RunningApp("--engine", "tests.fault_engines:FaultEngine", "--read-timeout", "3", *flags)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
@@ -134,49 +134,123 @@ def test_a_burst_of_connections_does_not_flood_the_log_with_accept_errors(tmp_pa
         app.stop()
 
 
-def test_one_address_cannot_hold_every_connection_with_open_streams(tmp_path):
-    """One local client held 6,659 heartbeat streams open, every connection the process may have:
-    every other visitor and /healthz got 503 while it lasted (helper-97). Past
-    MAX_STREAMS_PER_ADDRESS open streams, that address's next one is a 429; the rest is served."""
-    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS
-
+def _app_with_room_for_streams(*flags: str) -> RunningApp:
+    """The app started with an open-file limit that leaves room for a few hundred streams, here and
+    in the app (its connection limit is a third of the file handles it has left)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     room = min(hard, 8192) if hard != resource.RLIM_INFINITY else 8192
-    resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))  # room for the streams, here and in the app
+    resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
     try:
-        app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+        return RunningApp("--engine", "tests.fault_engines:FaultEngine", *flags)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(room, 4096)), hard))
+
+
+def _open_heartbeat(port: int, name: str, source: str = "127.0.0.1", forwarded_for: str | None = None) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    forwarded = b"X-Forwarded-For: %s\r\n" % forwarded_for.encode() if forwarded_for else b""
+    s.sendall(b"GET /gradio_api/heartbeat/%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % (name.encode(), forwarded))
+    return s
+
+
+def _answer_head(s: socket.socket, within_s: float = 0.3) -> bytes:
+    """What the server sent first (a held heartbeat's head comes at once), or b"" if nothing."""
+    s.settimeout(within_s)
+    try:
+        return s.recv(600)
+    except socket.timeout:
+        return b""
+
+
+def _healthz_status(url: str) -> int:
+    with urllib.request.urlopen(url + "healthz", timeout=10) as r:
+        return r.status
+
+
+def test_one_address_cannot_hold_every_connection_with_open_streams_however_it_names_itself(tmp_path):
+    """One local client held 6,659 heartbeat streams open, every connection the process may have:
+    every other visitor and /healthz got 503 while it lasted (helper-97). Past
+    MAX_STREAMS_PER_ADDRESS, an address's next stream is a 429. It held 6,659 again by naming a new
+    address in X-Forwarded-For on each stream, which uvicorn believed from 127.0.0.1 (helper-99):
+    the header is ignored unless --forwarded-allow-ips names the sender, and the loopback addresses
+    a local client may bind (127.0.0.2, 127.0.0.3) count as one."""
+    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS, TOO_MANY
+
+    app = _app_with_room_for_streams()
     held = []
     try:
         app.wait_healthy()
         for i in range(MAX_STREAMS_PER_ADDRESS + 20):
-            # From 127.0.0.2, another address: the client below (127.0.0.1) is another visitor.
-            s = socket.create_connection(("127.0.0.1", app.port), timeout=10, source_address=("127.0.0.2", 0))
-            s.sendall(b"GET /gradio_api/heartbeat/s%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % i)
-            held.append(s)
-        refused = 0
-        for s in held:
-            s.settimeout(0.3)
-            try:
-                refused += s.recv(200).startswith(b"HTTP/1.1 429")
-            except socket.timeout:
-                pass
-        assert refused == 20, refused
-        with urllib.request.urlopen(app.url + "healthz", timeout=10) as r:
-            assert r.status == 200
-        assert Client(app.url, verbose=False).predict(text="while they are held", api_name="/synthesize")[1]["audio_s"] > 0
+            held.append(_open_heartbeat(app.port, f"s{i}", source=f"127.0.0.{1 + i % 3}",
+                                        forwarded_for=f"198.51.{i // 250}.{i % 250}"))
+        answers = [_answer_head(s) for s in held]
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 429")]
+        assert len(refused) == 20, (len(refused), {a[:12] for a in answers})
+        assert TOO_MANY.encode() in refused[0]
+        assert _healthz_status(app.url) == 200
         for s in held:
             s.close()
         held = []
         time.sleep(1.0)
-        s = socket.create_connection(("127.0.0.1", app.port), timeout=10, source_address=("127.0.0.2", 0))
-        s.sendall(b"GET /gradio_api/heartbeat/after HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        s.settimeout(1.0)
-        try:
-            assert not s.recv(200).startswith(b"HTTP/1.1 429")
-        except socket.timeout:
-            pass  # held open, as a heartbeat is
+        s = _open_heartbeat(app.port, "after", source="127.0.0.2")
+        assert not _answer_head(s, 1.0).startswith(b"HTTP/1.1 429")  # held open, as a heartbeat is
+        s.close()
+    finally:
+        for s in held:
+            s.close()
+        app.stop()
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_stream_limit(tmp_path):
+    """With --forwarded-allow-ips naming the proxy (here 127.0.0.1), the address in its
+    X-Forwarded-For is the client's: one client held to MAX_STREAMS_PER_ADDRESS leaves another
+    served through the same proxy; the startup log says whose headers are taken."""
+    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS
+
+    app = _app_with_room_for_streams("--forwarded-allow-ips", "127.0.0.1")
+    held = []
+    try:
+        app.wait_healthy()
+        for i in range(MAX_STREAMS_PER_ADDRESS + 20):
+            held.append(_open_heartbeat(app.port, f"s{i}", forwarded_for="203.0.113.7"))
+        refused = sum(_answer_head(s).startswith(b"HTTP/1.1 429") for s in held)
+        assert refused == 20, refused
+        visitor = Client(app.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.8"})
+        assert visitor.predict(text="while they are held", api_name="/synthesize")[1]["audio_s"] > 0
+        log = app.log_path.read_text()
+        assert "taking the client's address and scheme from X-Forwarded-For" in log, log[-3000:]
+    finally:
+        for s in held:
+            s.close()
+        app.stop()
+
+
+def test_streams_in_total_leave_connections_for_other_requests(tmp_path):
+    """Addresses a trusted proxy's host can forge, or a crowd of real ones, are each under the
+    per-address limit; all streams together may take at most room_for_streams of the connection
+    limit, so /healthz is still answered while they are held, and a closed stream makes room."""
+    from cosyvoice_ui.guards.streams_per_address import TOO_MANY_IN_TOTAL
+
+    app = _app_with_few_file_handles("--forwarded-allow-ips", "127.0.0.1")
+    held, first_refusal = [], b""
+    try:
+        app.wait_healthy()
+        for i in range(200):
+            s = _open_heartbeat(app.port, f"s{i}", forwarded_for=f"198.51.100.{i}")
+            head = _answer_head(s, 2.0)
+            if not head.startswith(b"HTTP/1.1 200"):
+                first_refusal = head + _answer_head(s, 1.0)  # the body, if it came apart
+                s.close()
+                break
+            held.append(s)
+        assert first_refusal.startswith(b"HTTP/1.1 429"), first_refusal[:300]
+        assert TOO_MANY_IN_TOTAL.split("{n}")[1].encode() in first_refusal, first_refusal
+        assert 8 <= len(held) < 77, len(held)
+        assert _healthz_status(app.url) == 200
+        held.pop().close()
+        time.sleep(1.0)
+        s = _open_heartbeat(app.port, "after", forwarded_for="198.51.100.250")
+        assert _answer_head(s, 2.0).startswith(b"HTTP/1.1 200")
         s.close()
     finally:
         for s in held:

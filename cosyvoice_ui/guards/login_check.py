@@ -5,9 +5,9 @@ in the log (twenty-third newcomer session). This check compares in constant time
 failure (``/metrics``: ``cosyvoice_ui_failed_logins_total``) and logs them, at most one line a
 minute so that guessing cannot flood the log. Gradio passes no request to the callable; the
 client's address comes from :class:`LoginClientAddress`, middleware that notes it for each
-``POST .../login``. uvicorn takes that address from ``X-Forwarded-For`` when the connection comes
-from 127.0.0.1 (its default ``forwarded_allow_ips``: a reverse proxy on the same machine), so a
-local process can write any address there (helper-51).
+``POST .../login``. uvicorn takes that address from ``X-Forwarded-For`` only on a connection
+from a proxy named by ``--forwarded-allow-ips``, so a process connecting from there can write any
+address (helper-51).
 """
 
 from __future__ import annotations

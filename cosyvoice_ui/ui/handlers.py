@@ -98,7 +98,7 @@ def _session(request: gr.Request | None) -> str | None:
 
 
 def _who(request: gr.Request | None) -> str:
-    """The client's address (uvicorn takes it from a local proxy's X-Forwarded-For) and, under
+    """The client's address (from X-Forwarded-For of a proxy named by --forwarded-allow-ips) and, under
     --auth, the user name: for the log lines of operations that affect everyone."""
     client = getattr(request, "client", None)
     who = getattr(client, "host", None) or "an unknown address"

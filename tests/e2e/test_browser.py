@@ -979,3 +979,63 @@ def test_a_planted_restore_entry_brings_back_no_foreign_link_and_no_bad_number(b
     page.wait_for_timeout(2000)
     assert not errors and page.locator("#connection_note").count() == 0, errors
     assert page.evaluate("() => sessionStorage.getItem('cosyvoice_ui.connection_lost:/')") is None
+
+
+
+def _page_framing():
+    """A page at another origin (a free port of 127.0.0.1, the same site as the app) that shows
+    the address in its ``?app=`` in an <iframe> under a bait button: (its address, its server)."""
+    import html
+    import http.server
+    import threading
+    from urllib.parse import parse_qs, urlsplit
+
+    from ..conftest import free_port
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            framed = parse_qs(urlsplit(self.path).query).get("app", [""])[0]
+            body = (f'<!doctype html><title>another app</title><button id="bait">Win a prize</button>'
+                    f'<iframe id="framed" src="{html.escape(framed)}" width="1200" height="900"></iframe>').encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def _framed_app_shows(browser, page_url: str, app_url: str, wait_ms: int, shot: str) -> bool:
+    """Whether the app at ``app_url``, framed by the page at ``page_url``, shows its Generate."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{page_url}/?app={app_url}")
+    try:
+        page.frame_locator("#framed").locator("#generate").wait_for(timeout=wait_ms)
+        return True
+    except Exception:  # Playwright's TimeoutError: the frame never showed the app
+        return False
+    finally:
+        _shot(page, shot)
+        page.close()
+
+
+def test_a_page_at_another_address_cannot_frame_the_app(browser, app):
+    """A page on another port of the same host framed the logged-in app (the --auth cookie goes
+    to a same-site frame) and a click on its bait pressed the frame's Restart (helper-99,
+    clickjacking). The app now says frame-ancestors 'self': Chromium leaves the frame empty. An
+    operator who embeds the app on purpose names the page with --frame-ancestors; then it shows."""
+    from ..conftest import serving
+
+    page_url, server = _page_framing()
+    try:
+        assert not _framed_app_shows(browser, page_url, app.url, 8_000, "framed-refused")
+        with serving("--frame-ancestors", f"'self' {page_url}") as embedded:
+            assert _framed_app_shows(browser, page_url, embedded.url, 60_000, "framed-allowed")
+    finally:
+        server.shutdown()
