@@ -4,8 +4,15 @@ on (rewritten or not), and ask Gradio whether the caller is logged in."""
 from __future__ import annotations
 
 import json
+import re
 
 import pydantic
+
+# Gradio's routes that answer with a server-sent event stream held open as long as the client
+# wants: the guards that count, limit or own streams share these (they were spelled in three).
+HEARTBEAT = "/gradio_api/heartbeat/"  # + session_hash
+QUEUE_DATA = "/gradio_api/queue/data"  # ?session_hash=...: a session's messages
+_REST_RESULT = re.compile(r"^/gradio_api/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")  # a REST call's result
 
 
 async def answer_json(send, status: int, detail: str, *, close: bool = False,
@@ -127,3 +134,21 @@ def route_path(scope) -> str:
     helper-74)."""
     path, root = scope.get("path", ""), scope.get("root_path", "")
     return path[len(root):] if root and path.startswith(root + "/") else path
+
+
+def rest_result_event(scope) -> str | None:
+    """The event id of a ``GET /gradio_api/call/<name>/<event_id>`` (a REST call's result stream),
+    else None; matched on :func:`route_path`, as Starlette routes it."""
+    if scope["type"] != "http" or scope.get("method") != "GET":
+        return None
+    match = _REST_RESULT.match(route_path(scope))
+    return match.group(1) if match else None
+
+
+def is_stream(scope) -> bool:
+    """Whether the request opens one of Gradio's held-open event streams: a heartbeat, a session's
+    ``queue/data`` or a REST call's result."""
+    if scope["type"] != "http" or scope.get("method") != "GET":
+        return False
+    path = route_path(scope)
+    return path.startswith(HEARTBEAT) or path == QUEUE_DATA or rest_result_event(scope) is not None

@@ -28,7 +28,8 @@ import collections
 import json
 import re
 
-_RESULT_PATH = re.compile(r"/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")
+from .asgi_requests import rest_result_event
+
 _FINAL = re.compile(rb"(?:^|\n)event: (?:complete|error)\n")
 _REMEMBERED = 10_000
 _READING, _DELIVERED = "reading", "delivered"
@@ -47,11 +48,10 @@ class OneReaderPerResult:
         self._events: collections.OrderedDict[str, str] = collections.OrderedDict()
 
     async def __call__(self, scope, receive, send) -> None:
-        match = _RESULT_PATH.search(scope.get("path", "")) if scope["type"] == "http" else None
-        if match is None or scope.get("method") != "GET":
+        event_id = rest_result_event(scope)
+        if event_id is None:
             await self.app(scope, receive, send)
             return
-        event_id = match.group(1)
         if self.owner_of(event_id) not in (None, event_id):  # another session's event
             await _error(send, json.loads(_UNKNOWN))
             return

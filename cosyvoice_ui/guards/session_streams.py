@@ -36,9 +36,8 @@ import json
 import time
 import urllib.parse
 
-from .asgi_requests import logged_in, route_path
+from .asgi_requests import QUEUE_DATA as ROUTE, logged_in, route_path
 
-ROUTE = "/gradio_api/queue/data"
 HANDOVER_S = 2.0
 SECOND_READER = ("Another connection is reading this session's messages: a session has one stream at a time "
                  "(gradio_client and the page open one each). Use a session_hash of your own.")

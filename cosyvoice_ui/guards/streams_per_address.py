@@ -27,7 +27,7 @@ import collections
 import ipaddress
 from typing import Callable
 
-from .asgi_requests import answer_json, route_path
+from .asgi_requests import answer_json, is_stream
 
 MAX_STREAMS_PER_ADDRESS = 256  # a class of 100 tabs behind one NAT holds about 200
 TOO_MANY = (f"This address already holds {MAX_STREAMS_PER_ADDRESS} open streams (heartbeats, queue messages, "
@@ -43,11 +43,6 @@ def room_for_streams(max_connections: int) -> int:
     calls, ``/healthz``); at least 8. Our choice: a quarter is enough for the requests of the
     visitors the streams belong to, which end in seconds."""
     return max(8, max_connections - max(16, max_connections // 4))
-
-
-def _is_stream(path: str) -> bool:
-    return (path.startswith("/gradio_api/heartbeat/") or path == "/gradio_api/queue/data"
-            or (path.startswith("/gradio_api/call/") and path.count("/") >= 4))
 
 
 def _counted_as(address: str) -> str:
@@ -74,7 +69,7 @@ class StreamsPerAddress:
         self._open_in_total = 0
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET" or not _is_stream(route_path(scope)):
+        if not is_stream(scope):
             await self.app(scope, receive, send)
             return
         address = _counted_as((scope.get("client") or ("?",))[0])
