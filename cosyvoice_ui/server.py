@@ -18,7 +18,7 @@ from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards.component_server import KnownServerFunctions
 from .guards import failed_uploads
-from .guards.expired_files import ExpiredFiles
+from .guards.file_links import FileLinks
 from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.frame_ancestors import FrameAncestors
@@ -122,7 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
-    app.add_middleware(ExpiredFiles, folder=temp_space.folder)  # a link past --temp-file-ttl says so
+    app.add_middleware(FileLinks, folder=temp_space.folder)  # only the app's own files; an expired one says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
     app.add_middleware(StreamsPerAddress,  # one address, or all, cannot hold every connection with open streams
                        total=lambda: room_for_streams(DeadlineH11Protocol.max_connections))

@@ -1,4 +1,6 @@
-"""ASGI middleware: a result or upload link whose file was deleted after ``--temp-file-ttl`` says so.
+"""ASGI middleware for file links into the temporary folder (``GET /gradio_api/file=<path>``): only
+the app's own files are served there, and a link whose file was deleted after ``--temp-file-ttl``
+says so.
 
 Gradio answers ``GET /gradio_api/file=<path>`` for a file it no longer has with 403 ``File not
 allowed: /tmp/.../audio.wav``: "not allowed" for a file that merely expired, and the server's
@@ -25,7 +27,7 @@ _FILE_ROUTE = "/gradio_api/file="
 _MADE_HERE = re.compile(r"[0-9a-f]{32,64}/[^/]+")  # Gradio's hash folder, then the file
 
 
-class ExpiredFiles:
+class FileLinks:
     """Pure ASGI middleware; see the module docstring.
 
     Args:
