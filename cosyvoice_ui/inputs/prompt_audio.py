@@ -92,15 +92,17 @@ class PromptAudio:
         return len(self.samples) / self.sample_rate_hz
 
 
-def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
+def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[float, float] | None]:
     """Decode any supported audio file.
 
     Args:
         path: a file on disk.
 
     Returns:
-        ``(samples, sample_rate_hz, note)`` with samples float32 of shape ``(frames, channels)``;
-        ``note`` says which track of a file with several audio tracks was used, else ``None``.
+        ``(samples, sample_rate_hz, note, cut)`` with samples float32 of shape ``(frames, channels)``;
+        ``note`` says which track of a file with several audio tracks was used, or that a WAV is
+        cut short, else ``None``; ``cut`` is ``(seconds its header declares, seconds present)`` for
+        a WAV that ends more than 0.1 s early (libsndfile decodes the part present), else ``None``.
 
     Raises:
         InputError: no path, the file is gone (deleted after ``--temp-file-ttl``) or misnamed, not a file,
@@ -138,15 +140,16 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None]:
         errors.append(f"soundfile: {e}")
     else:
         data, sr, note = _all_of_joined_file(path, data, sr, container)
-        if container in ("WAV", "WAVEX") and (short := _wav_shortfall(path)) is not None:
+        short = _wav_shortfall(path) if container in ("WAV", "WAVEX") else None
+        if short is not None:
             # libsndfile reads what is there without a word: a third of a WAV was taken as a short
             # prompt, and nothing said the file was cut (helper-59).
             cut = (f"The prompt file ends before its header says ({short[0]:.1f} s declared, {short[1]:.1f} s "
                    "present): it may be an incomplete copy or export; the part present was used.")
             note = f"{note} {cut}" if note else cut
-        return data, sr, note
+        return data, sr, note, short
     try:
-        return _decode_with_pyav(path)
+        return (*_decode_with_pyav(path), None)
     except InputError:
         raise
     except Exception as e:
@@ -474,16 +477,17 @@ def load_prompt_audio(path: str) -> PromptAudio:
     """
     with _DECODE_SLOTS:
         try:
-            return _load_prompt_audio(path)
-        except InputError as e:
-            # The first 30 KB of a WAV were refused as "only 0.34 s of sound ... record a full
-            # sentence", with no word that the file was cut (helper-94).
-            short = _wav_shortfall(path) if os.path.isfile(path) else None
-            if short is None or "header says" in str(e):
-                raise
-            raise InputError(f"{e} The file ends before its header says ({short[0]:.1f} s declared, "
-                             f"{short[1]:.1f} s present): it may be an incomplete copy, download or export; "
-                             "upload the whole file.") from None
+            data, sr, decode_note, cut = decode_audio_file(path)
+            try:
+                return _prompt_from_samples(data, sr, decode_note)
+            except InputError as e:
+                if cut is None:
+                    raise
+                # The first 30 KB of a WAV were refused as "only 0.34 s of sound ... record a full
+                # sentence", with no word that the file was cut (helper-94).
+                raise InputError(f"{e} The file ends before its header says ({cut[0]:.1f} s declared, "
+                                 f"{cut[1]:.1f} s present): it may be an incomplete copy, download or export; "
+                                 "upload the whole file.") from None
         finally:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
@@ -787,8 +791,8 @@ def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms in all" if seconds >= 0.001 else "under 1 ms in all"
 
 
-def _load_prompt_audio(path: str) -> PromptAudio:
-    data, sr, decode_note = decode_audio_file(path)
+def _prompt_from_samples(data: np.ndarray, sr: int, decode_note: str | None) -> PromptAudio:
+    """The checks and normalization of :func:`load_prompt_audio` after decoding."""
     frames, channels = data.shape
     if not np.all(np.isfinite(data)):
         bad = int(np.count_nonzero(~np.isfinite(data)))
