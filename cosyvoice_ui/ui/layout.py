@@ -26,14 +26,14 @@ PAGE_CSS = ("#memory_plot { overflow: visible !important; margin-bottom: 16px; }
 # http from another machine, and holds Generate while the prompt is still being recorded;
 # upload_refusal.js shows an upload's refusal (413, 507) without the JSON around its message;
 # session_lost.js says when an --auth login has ended, and keeps what the visitor had across the
-# reload Gradio makes after a dropped connection.
+# reload Gradio makes after a dropped connection; page_state.js is what the last two tell each other.
 def _script(name: str) -> str:
     return Path(__file__).with_name(name).read_text(encoding="utf-8").strip()
 
 
-PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\n"
-           + "".join(f"({_script(name)})(note);\n" for name in ("prompt_upload.js", "microphone.js",
-                                                                     "upload_refusal.js", "session_lost.js")) + "}")
+PAGE_JS = (f"() => {{\nconst note = {_script('page_note.js')};\nconst shared = ({_script('page_state.js')})();\n"
+           + "".join(f"({_script(name)})(note, shared);\n" for name in ("prompt_upload.js", "microphone.js",
+                                                                             "upload_refusal.js", "session_lost.js")) + "}")
 
 
 # Gradio's Share button posts to a Hugging Face Space's discussions; anywhere else it only said

@@ -1,4 +1,4 @@
-(note) => {
+(note, shared) => {
   // Recording the prompt in the page. Two ways it went wrong without a word of why (forty-sixth
   // newcomer session):
   // - Browsers give pages the microphone only in a secure context (https://, or localhost):
@@ -42,7 +42,7 @@
   const uploading = () => {
     const p = prompt();
     return p !== null && (Array.from(p.querySelectorAll(".uploading, .progress-bar")).some(shown) ||
-                          document.body.dataset.promptRestoring === "1" ||
+                          shared.restoring ||
                           (Date.now() - stoppedAt < 15000 && p.querySelector("a[href*='/file=']") === null));
   };
   // One held press at most: each press held its own wait, and under load three presses gave one
@@ -86,14 +86,14 @@
       e.stopImmediatePropagation();
       if (held) return;
       held = true;
-      document.body.dataset.pressHeld = "1";  // a reload meanwhile cuts it off (session_lost.js)
+      shared.pressHeld = true;  // a reload meanwhile cuts it off (session_lost.js)
       const unlock = lock();
       const el = note("uploading_note", TEXT.uploading, generate);
       const started = Date.now();
       const later = () => {
         if (uploading() && Date.now() - started < 600000) return setTimeout(later, 250);
         held = false;
-        delete document.body.dataset.pressHeld;
+        shared.pressHeld = false;
         unlock();
         // A refused upload (too large, no room) leaves no prompt: the held press ran in the built-in
         // voice all the same (helper-61). It is dropped, and the note says why.

@@ -1,4 +1,4 @@
-(note) => {
+(note, shared) => {
   // Two ways the page stopped working without a word of why (helper-71):
   // - A dropped connection (a phone between cells, 1.5 s offline) made Gradio reload the page as
   //   soon as the server answered again: the request was stopped ("abandoned" in the ledger) and
@@ -121,13 +121,13 @@
         carried.running = false;
       }
     }
-    if (carried && carried.dispatchedAt && document.body.dataset.promptRestoring &&
+    if (carried && carried.dispatchedAt && shared.restoring &&
         Date.now() - carried.dispatchedAt > 2000 && !uploading()) {
-      delete document.body.dataset.promptRestoring;  // the upload is over, arrived or not
+      shared.restoring = false;  // the upload is over, arrived or not
     }
     if (carried && carried.prompt && document.querySelector("#prompt_audio a[href*='/file=']")) {
       carried.prompt = undefined;
-      delete document.body.dataset.promptRestoring;
+      shared.restoring = false;
       // Only now is the prompt back: on a slow link the note said so 16 s before it was (helper-86).
       const el = document.getElementById("connection_note");
       if (el && carried.whenBack && el.firstChild) el.firstChild.nodeValue = carried.whenBack;
@@ -149,7 +149,7 @@
     look();
     // A Generate held for the prompt's upload (microphone.js) was cut off too: the note said
     // nothing of it (helper-94).
-    const cutOff = stillRunning() || document.body.dataset.pressHeld === "1" ||
+    const cutOff = stillRunning() || shared.pressHeld ||
       (Date.now() - lastRunning < 5000 && lastAnswer < lastRunning);
     const saved = {at: Date.now(), cause, running: cutOff, fields: {}};
     // A result on the page is gone after the reload; its file stays on the server for a while.
@@ -233,7 +233,7 @@
       // Said at once, and Generate waits (microphone.js) until the prompt is back: on a slow link
       // its download took 20 s with no note, and a press meanwhile spoke in the built-in voice
       // (helper-90). The flag ends once the upload is done or has failed (look).
-      document.body.dataset.promptRestoring = "1";
+      shared.restoring = true;
       say(text.replace(TEXT.prompt_back, TEXT.prompt_coming));
       try {
         const response = await fetch(saved.prompt);
@@ -253,7 +253,7 @@
         // from stays for the next one (taking it as failed lost the prompt: F5, F5 in a row).
         if (leaving) return;
         carried.prompt = carried.whenBack = undefined;
-        delete document.body.dataset.promptRestoring;
+        shared.restoring = false;
         noPrompt();
       }
     } else if (saved.prompt === "") {
