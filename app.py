@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--metrics-token closes them", ", ".join(settings.allowed_hosts))
     if settings.allowed_hosts and not settings.forwarded_allow_ips:
         log.warning("answering to %s without --forwarded-allow-ips: every client counts as the proxy's address "
-                    "(the log names it; its 256 open streams are shared by all); give the proxy's address, "
+                    "(the log names it; its 256 open heartbeats are shared by all); give the proxy's address, "
                     "such as --forwarded-allow-ips 127.0.0.1, to take the client's from X-Forwarded-For",
                     ", ".join(settings.allowed_hosts))
     elif settings.forwarded_allow_ips:

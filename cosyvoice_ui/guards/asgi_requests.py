@@ -9,7 +9,7 @@ import re
 import pydantic
 
 # Gradio's routes that answer with a server-sent event stream held open as long as the client
-# wants: the guards that count, limit or own streams share these (they were spelled in three).
+# wants: the guards that count or own streams share these (they were spelled three ways).
 HEARTBEAT = "/gradio_api/heartbeat/"  # + session_hash
 QUEUE_DATA = "/gradio_api/queue/data"  # ?session_hash=...: a session's messages
 _REST_RESULT = re.compile(r"^/gradio_api/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")  # a REST call's result
@@ -143,12 +143,3 @@ def rest_result_event(scope) -> str | None:
         return None
     match = _REST_RESULT.match(route_path(scope))
     return match.group(1) if match else None
-
-
-def is_stream(scope) -> bool:
-    """Whether the request opens one of Gradio's held-open event streams: a heartbeat, a session's
-    ``queue/data`` or a REST call's result."""
-    if scope["type"] != "http" or scope.get("method") != "GET":
-        return False
-    path = route_path(scope)
-    return path.startswith(HEARTBEAT) or path == QUEUE_DATA or rest_result_event(scope) is not None
