@@ -470,19 +470,34 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _warn_about_engine_flags(values, from_env)
     values["allowed_hosts"] = tuple(_allowed_host(parser, h) for h in values["allowed_hosts"] or () if h.strip())
     values["forwarded_allow_ips"] = _forwarded_allow_ips(parser, values["forwarded_allow_ips"])
-    values["frame_ancestors"] = _frame_ancestors(parser, values["frame_ancestors"])
+    values["frame_ancestors"] = _frame_ancestors(parser, values["frame_ancestors"], from_env)
     return Settings(**values)
 
 
-def _frame_ancestors(parser: argparse.ArgumentParser, value: str) -> str:
-    """``--frame-ancestors`` as one CSP source list (blanks between sources made single). A ``;``
-    or ``,`` would end the directive or add a policy, and a line break would end the header, so
-    they are refused, as is an empty list (``'none'`` says no frame at all)."""
-    sources = " ".join(value.split())
-    if not sources or not sources.isascii() or any(c in sources for c in ";,") or not sources.isprintable():
-        parser.error(f"--frame-ancestors {value[:100]!r} is not a frame-ancestors source list; give sources "
-                     f"separated by blanks, such as \"'self' https://huggingface.co\", or 'none'")
-    return sources
+# One CSP source: a quoted keyword, or a scheme or host source (CSP Level 3, "source-expression").
+_FRAME_SOURCE_RE = re.compile(r"^('self'|'none'|\*|[a-z][a-z0-9+.-]*:|([a-z][a-z0-9+.-]*://)?(\*\.)?"
+                              r"[a-z0-9-]+(\.[a-z0-9-]+)*(:(\d{1,5}|\*))?(/[^\s;,']*)?)$", re.IGNORECASE)
+
+
+def _frame_ancestors(parser: argparse.ArgumentParser, value: str, from_env: dict[str, str]) -> str:
+    """``--frame-ancestors`` as one CSP source list (blanks between sources made single). Each
+    source must be one CSP knows: unquoted, ``self`` names a host called "self", and the app's own
+    pages could no longer frame it (helper-101); a ``;``, ``,`` or line break would end the
+    directive, add a policy or end the header. Any page (``*``, ``https:``) is allowed with a
+    warning: it brings back clickjacking (helper-99)."""
+    sources = value.split()
+    bad = next((t for t in sources if not _FRAME_SOURCE_RE.match(t) or t.lower() in ("self", "none")), None) \
+        if value.isprintable() else value
+    if not sources or bad is not None or ("'none'" in sources and len(sources) > 1):
+        hint = (f" ({bad!r} is no source: write 'self' and 'none' with their quotes)"
+                if bad and bad.lower() in ("self", "none") else f" ({bad[:60]!r} is no source)" if bad else "")
+        parser.error(f"--frame-ancestors {value[:100]!r} is not a frame-ancestors source list{hint}; give "
+                     f"sources separated by blanks, such as \"'self' https://huggingface.co\", or 'none' alone")
+    if any(t.lower() in ("*", "http:", "https:") for t in sources):
+        _warn(f"--frame-ancestors {' '.join(sources)!r} lets pages at any address show the app in a frame, where a "
+              f"click on their bait can press its buttons (Restart) as the visitor; name the embedding site "
+              f"instead, such as \"'self' https://huggingface.co\"", from_env)
+    return " ".join(sources)
 
 
 def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None) -> tuple[str, ...]:

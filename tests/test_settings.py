@@ -70,6 +70,9 @@ from .conftest import ROOT, free_port
     # A ";" would add directives to the policy, a "," another policy.
     (["--frame-ancestors", "'self'; script-src *"], "is not a frame-ancestors source list"),
     (["--frame-ancestors", "  "], "is not a frame-ancestors source list"),
+    # Unquoted, self names a host called "self": the app's own pages could no longer frame it (helper-101).
+    (["--frame-ancestors", "self"], "'self' is no source: write 'self' and 'none' with their quotes"),
+    (["--frame-ancestors", "'self'\r\nX-Evil: 1"], "is not a frame-ancestors source list"),  # helper-100
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
@@ -328,3 +331,13 @@ def test_the_allowed_hosts_variable_is_named_with_its_flag(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         parse_settings([])
     assert "(the variable for --allowed-host)" in capsys.readouterr().err
+
+
+def test_frame_ancestors_that_let_any_page_frame_the_app_are_warned_about(capsys):
+    """--frame-ancestors '*' brings back the clickjacking of Restart (helper-99): allowed, with a
+    warning that says so and what to give instead (helper-101)."""
+    assert parse_settings(["--frame-ancestors", "'self'  https://huggingface.co"]).frame_ancestors == \
+        "'self' https://huggingface.co"
+    assert "lets pages at any address" not in capsys.readouterr().err
+    assert parse_settings(["--frame-ancestors", "*"]).frame_ancestors == "*"
+    assert "lets pages at any address show the app in a frame" in capsys.readouterr().err

@@ -56,6 +56,16 @@
   // and what is read back is checked: links only to this app's own files, numbers as numbers.
   const BASE = location.pathname.replace(/[^/]*$/, "");
   const KEY = "cosyvoice_ui.connection_lost:" + BASE;
+  // A frame in another site's page (--frame-ancestors) may be refused storage: each use threw a
+  // SecurityError, and the script's end with it (helper-101). Then nothing is kept across a reload.
+  const storage = (() => {
+    try {
+      window.sessionStorage.getItem(KEY);
+      return window.sessionStorage;
+    } catch (err) {
+      return {getItem: () => null, setItem: () => {}, removeItem: () => {}};
+    }
+  })();
   const FIELDS = {text: "#text textarea", instruction: "#instruction textarea", prompt_text: "#prompt_text textarea",
                   speed: "#speed input[type=number]", seed: "#seed input"};
   const VALID = {speed: /^\d{1,3}(\.\d{1,6})?$/, seed: /^-?\d{1,20}$/};
@@ -138,14 +148,14 @@
   let leaving = false;
   const read = () => {  // the saved entry, or null (none, or one that is not this page's)
     try {
-      const saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
+      const saved = JSON.parse(storage.getItem(KEY) || "null");
       return saved && typeof saved === "object" ? saved : null;
     } catch (err) {
       return null;
     }
   };
   const keep = (cause) => {
-    if (sessionStorage.getItem(KEY)) return;
+    if (storage.getItem(KEY)) return;
     look();
     // A Generate held for the prompt's upload (microphone.js) was cut off too: the note said
     // nothing of it (helper-94).
@@ -174,7 +184,7 @@
     }
     const typed = ["text", "instruction", "prompt_text"].some((name) => saved.fields[name]);
     if (cause === "left" && !saved.running && !typed && saved.prompt === undefined && !saved.result) return;
-    sessionStorage.setItem(KEY, JSON.stringify(saved));
+    storage.setItem(KEY, JSON.stringify(saved));
   };
   // Gradio's own beforeunload ends its stream first, so its "connection lost" pop-up comes a
   // moment before ours runs (1 ms here): an entry that new is this page being left. (After a real
@@ -183,7 +193,7 @@
     leaving = true;
     const saved = read();
     if (saved && saved.cause === "dropped" && Date.now() - saved.at < 300) {
-      sessionStorage.setItem(KEY, JSON.stringify({...saved, cause: "left"}));
+      storage.setItem(KEY, JSON.stringify({...saved, cause: "left"}));
     }
     keep("left");
   };
@@ -192,7 +202,7 @@
   window.addEventListener("pageshow", (event) => {
     if (event.persisted) {  // back from the browser's cache, as it was: nothing to restore
       leaving = false;
-      sessionStorage.removeItem(KEY);
+      storage.removeItem(KEY);
     }
   });
   new MutationObserver(() => {
@@ -211,7 +221,7 @@
   const restore = async () => {
     const saved = read();
     if (!saved || !(Date.now() - saved.at < 15 * 60 * 1000)) {
-      sessionStorage.removeItem(KEY);
+      storage.removeItem(KEY);
       return;
     }
     const fields = saved.fields || {};
@@ -281,7 +291,7 @@
     }
     if (el) setTimeout(() => el.remove(), 120000);
     // Only now: a page left before its restore was done passes the whole entry on.
-    if (!leaving) sessionStorage.removeItem(KEY);
+    if (!leaving) storage.removeItem(KEY);
   };
   const ready = () => document.querySelector("#generate") && document.querySelector(FIELDS.text);
   const start = Date.now();
@@ -289,5 +299,5 @@
     if (ready()) return restore();
     if (Date.now() - start < 30000) setTimeout(wait, 200);
   };
-  if (sessionStorage.getItem(KEY)) wait();
+  if (storage.getItem(KEY)) wait();
 }
