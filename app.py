@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("ready: open http://%s:%d in a browser", f"[{host}]" if ":" in host and not host.startswith("[") else host,
                  settings.port)
 
-    DeadlineH11Protocol.configure(settings.read_timeout_s)
+    DeadlineH11Protocol.configure(settings.read_timeout_s, trusted_proxies=settings.forwarded_allow_ips)
     # uvicorn took X-Forwarded-For from any connection from 127.0.0.1 by default: a local client
     # named a new address in each request, past the per-address stream limit (helper-99).
     server = DrainingServer(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",

@@ -273,3 +273,49 @@ def test_heartbeats_in_total_leave_connections_for_other_requests(tmp_path):
         for s in held + crowd:
             s.close()
         app.stop()
+
+
+def _network_address() -> str | None:
+    """An IPv4 address of this machine other than loopback, or None."""
+    import psutil
+
+    for addresses in psutil.net_if_addrs().values():
+        for a in addresses:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return a.address
+    return None
+
+
+def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_path):
+    """120 POSTs sending a byte of body every few seconds (never a pause the read deadline cuts)
+    held every connection: /healthz, the login and the page answered 503 to everyone (helper-100).
+    One remote address now holds at most half of the connection limit; its next connection gets
+    429, and everyone else is served."""
+    import pytest
+
+    address = _network_address()
+    if address is None:
+        pytest.skip("this machine has no network address besides loopback to connect from")
+    app = _app_with_few_file_handles("--host", "0.0.0.0")
+    slow, crowded = [], 0
+    try:
+        app.wait_healthy()
+        for _ in range(70):  # the connection limit is about 77 here
+            s = socket.create_connection((address, app.port), timeout=10, source_address=(address, 0))
+            s.sendall(UPLOAD_HEAD % 100_000 + PART_HEAD + b"R")
+            slow.append(s)
+        for s in slow:
+            crowded += _answer_head(s, 0.3).startswith(b"HTTP/1.1 429")
+        assert 20 <= crowded <= 45, crowded
+        for s in slow:
+            try:
+                s.sendall(b"I")  # a byte now and then: no pause long enough for the deadline
+            except OSError:
+                pass
+        assert _healthz_status(app.url) == 200
+        assert Client(app.url, verbose=False).predict(text="beside the slow bodies", api_name="/synthesize")[1]["audio_s"] > 0
+        assert "half of the limit" in app.log_path.read_text()
+    finally:
+        for s in slow:
+            s.close()
+        app.stop()

@@ -17,6 +17,13 @@ documented way to choose one) with two additions:
 - a connection limit: beyond ``max_connections`` open connections (:func:`connection_limit`) a
   new one is answered 503 and closed at once, so the process keeps file handles for its own
   files, the worker's pipes and the clients already served.
+- a limit per address: one remote address holds at most half of ``max_connections``. 120 POSTs
+  sending a byte of body every 10 s (never a pause long enough for the deadline) held every
+  connection, and ``/healthz``, the login and the page answered 503 to everyone (helper-100).
+  Loopback addresses and the proxies named by ``--forwarded-allow-ips`` are not limited: behind a
+  proxy every client comes from its address (nginx buffers a request's body before it sends it on,
+  so a slow body never reaches the app), and a local process can open as many connections as the
+  operating system lets it in any case.
 
 Both log at most one line a minute, with a count.
 """
@@ -24,6 +31,8 @@ Both log at most one line a minute, with a count.
 from __future__ import annotations
 
 import asyncio
+import collections
+import ipaddress
 import logging
 import os
 import resource
@@ -38,6 +47,24 @@ log = logging.getLogger(__name__)
 _BUSY_BODY = b"Too many open connections to this server; try again in a moment."
 _BUSY_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
                   b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_CROWDING_BODY = b"This address holds half of this server's connections already; close some and try again."
+_CROWDING_RESPONSE = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                      b"retry-after: 10\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+                      % (len(_CROWDING_BODY), _CROWDING_BODY))
+
+
+def _limited_address(client, unlimited: tuple) -> str | None:
+    """The address a connection is counted under, or None when it is not limited (loopback, a
+    Unix socket, or one of ``unlimited``: networks, or ``"*"``)."""
+    try:
+        address = ipaddress.ip_address(client[0]) if client else None
+    except ValueError:
+        return None
+    if address is None or address.is_loopback or "*" in unlimited:
+        return None
+    if any(address in network for network in unlimited if network != "*"):
+        return None
+    return str(address)
 
 
 def connection_limit() -> int:
@@ -86,15 +113,22 @@ class DeadlineH11Protocol(H11Protocol):
 
     read_timeout_s: float = 30.0
     max_connections: int = 8192
+    unlimited: tuple = ()  # networks (and "*") whose connections are not limited per address
+    _per_address: collections.Counter = collections.Counter()
     _stalled = OncePerMinute(log, logging.WARNING, "closed a connection from %s that sent no whole request within %g s")
     _turned_away = OncePerMinute(log, logging.WARNING, "turned away a connection: %d are open (limit %d, from the "
                                                        "open-file limit)")
+    _crowding = OncePerMinute(log, logging.WARNING, "turned away a connection from %s: it holds %d, half of the "
+                                                    "limit")
 
     @classmethod
-    def configure(cls, read_timeout_s: float, max_connections: int | None = None) -> None:
-        """Set the deadline (seconds) and the connection limit (default :func:`connection_limit`)."""
+    def configure(cls, read_timeout_s: float, max_connections: int | None = None,
+                  trusted_proxies: tuple[str, ...] = ()) -> None:
+        """Set the deadline (seconds), the connection limit (default :func:`connection_limit`) and
+        the proxies not limited per address (``--forwarded-allow-ips``: addresses, networks, ``*``)."""
         cls.read_timeout_s = read_timeout_s
         cls.max_connections = connection_limit() if max_connections is None else max_connections
+        cls.unlimited = tuple(p if p == "*" else ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -102,12 +136,22 @@ class DeadlineH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
+        self._counted_as: str | None = None
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
             self._turned_away.note(len(self.connections) - 1, self.max_connections)
             transport.write(_BUSY_RESPONSE)
             transport.close()
             return
+        address = _limited_address(self.client, self.unlimited)
+        if address is not None:
+            if self._per_address[address] >= max(1, self.max_connections // 2):
+                self._crowding.note(address, self._per_address[address])
+                transport.write(_CROWDING_RESPONSE)
+                transport.close()
+                return
+            self._per_address[address] += 1
+            self._counted_as = address
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -127,6 +171,11 @@ class DeadlineH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if getattr(self, "_counted_as", None) is not None:
+            self._per_address[self._counted_as] -= 1
+            if self._per_address[self._counted_as] <= 0:
+                del self._per_address[self._counted_as]
+            self._counted_as = None
         super().connection_lost(exc)
 
     def _arm(self) -> None:
