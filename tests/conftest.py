@@ -186,3 +186,15 @@ def serve_with_ledger(tmp_path_factory, *flags: str):
 def app_server():
     with serving() as app:
         yield app
+
+
+def network_address() -> str | None:
+    """An IPv4 address of this machine other than loopback (a page there is not a secure context;
+    a connection from it is a remote address), or None."""
+    import psutil
+
+    for addresses in psutil.net_if_addrs().values():
+        for a in addresses:
+            if a.family == socket.AF_INET and not a.address.startswith("127."):
+                return a.address
+    return None

@@ -11,7 +11,7 @@ import urllib.request
 
 from gradio_client import Client
 
-from .conftest import RunningApp, serving
+from .conftest import RunningApp, network_address, serving
 
 UPLOAD_HEAD = (b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: %d\r\n\r\n")
@@ -275,17 +275,6 @@ def test_heartbeats_in_total_leave_connections_for_other_requests(tmp_path):
         app.stop()
 
 
-def _network_address() -> str | None:
-    """An IPv4 address of this machine other than loopback, or None."""
-    import psutil
-
-    for addresses in psutil.net_if_addrs().values():
-        for a in addresses:
-            if a.family == socket.AF_INET and not a.address.startswith("127."):
-                return a.address
-    return None
-
-
 def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_path):
     """120 POSTs sending a byte of body every few seconds (never a pause the read deadline cuts)
     held every connection: /healthz, the login and the page answered 503 to everyone (helper-100).
@@ -293,7 +282,7 @@ def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_pa
     429, and everyone else is served."""
     import pytest
 
-    address = _network_address()
+    address = network_address()
     if address is None:
         pytest.skip("this machine has no network address besides loopback to connect from")
     app = _app_with_few_file_handles("--host", "0.0.0.0")

@@ -292,26 +292,13 @@ def test_generate_held_for_an_upload_that_is_refused_is_dropped(browser, tmp_pat
         assert not any("{" in t or "HTTP 507" in t for t in toasts), toasts
 
 
-def _network_address() -> str | None:
-    """An IPv4 address of this machine other than loopback (a page there is not a secure context)."""
-    import socket
-
-    import psutil
-
-    for addresses in psutil.net_if_addrs().values():
-        for a in addresses:
-            if a.family == socket.AF_INET and not a.address.startswith("127."):
-                return a.address
-    return None
-
-
 def test_recording_over_plain_http_from_another_address_says_why(browser):
     """Browsers allow the microphone only on https or localhost pages: over plain http from
     another machine Gradio showed only "No microphone found" (forty-sixth newcomer session).
     The page now says why and what works (upload, https, an SSH tunnel)."""
-    from ..conftest import serving
+    from ..conftest import network_address, serving
 
-    address = _network_address()
+    address = network_address()
     if address is None:
         pytest.skip("this machine has no network address besides loopback")
     with serving("--host", "0.0.0.0") as remote:
