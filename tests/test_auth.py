@@ -300,6 +300,15 @@ def test_one_visitors_logout_leaves_the_others_logged_in(tmp_path, monkeypatch):
         for visitor in (one, other):
             r = visitor.post(app.url + "login", data={"username": "alice", "password": "s3cret"})
             assert r.status_code == 200 and visitor.get(app.url + "config").status_code == 200, r.text
+        # A page at another address (another port: same-site; or another site) cannot log a
+        # visitor out with a plain GET, which carries no Origin (helper-97).
+        for site in ("same-site", "cross-site"):
+            assert one.get(app.url + "logout", headers={"Sec-Fetch-Site": site}).status_code == 403
+        assert one.get(app.url + "config").status_code == 200, "a page elsewhere logged the visitor out"
+        assert one.get(app.url + "logout", headers={"Sec-Fetch-Site": "same-origin"}).status_code == 302
+        assert one.get(app.url + "config").status_code == 401, "the visitor who logged out is out"
+        r = one.post(app.url + "login", data={"username": "alice", "password": "s3cret"})
+        assert r.status_code == 200, r.text
         assert one.get(app.url + "logout").status_code == 302
         assert one.get(app.url + "config").status_code == 401, "the visitor who logged out is out"
         assert other.get(app.url + "config").status_code == 200, "another visitor was logged out too"

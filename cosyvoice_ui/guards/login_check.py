@@ -20,6 +20,7 @@ import time
 from typing import Callable
 
 from ..log_throttle import flush_later
+from .asgi_requests import answer_json
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +50,29 @@ class LoginClientAddress:
 
 
 class LogoutThisSessionOnly:
-    """Pure ASGI middleware: ``GET .../logout`` ends only the caller's login.
+    """Pure ASGI middleware: ``GET .../logout`` ends only the caller's login, and only when asked
+    from the app's own page or typed in.
 
     Gradio's logout (``all_session=True`` by default) deletes every login of that user name, and
     ``--auth`` has one user: one visitor's logout logged out every other visitor, whose next call
-    and result file got 401 (helper-74). The query is rewritten to ``all_session=false``."""
+    and result file got 401 (helper-74). The query is rewritten to ``all_session=false``.
+
+    A plain GET carries no ``Origin``, so a page on another port of the same host (whose requests
+    carry the ``SameSite=Lax`` cookie) or a link on another site logged the visitor out (helper-97).
+    Browsers name where a request comes from in ``Sec-Fetch-Site``: ``same-site`` and
+    ``cross-site`` are answered 403; ``same-origin``, ``none`` (typed, a bookmark) and no header
+    (scripts, older browsers) log out."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope.get("path", "").rstrip("/").endswith("/logout"):
+            site = dict(scope.get("headers") or ()).get(b"sec-fetch-site", b"").lower()
+            if site in (b"same-site", b"cross-site"):
+                await answer_json(send, 403, "A logout is taken only from this app's own page (or typed in the "
+                                             "address bar): this one came from a page at another address.")
+                return
             kept = [part for part in scope.get("query_string", b"").split(b"&")
                     if part and not part.lower().startswith(b"all_session")]
             scope = {**scope, "query_string": b"&".join([*kept, b"all_session=false"])}
