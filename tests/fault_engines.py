@@ -47,6 +47,8 @@ class FaultEngine(Engine):
             with open(later) as f:
                 delay = float(f.read())
         time.sleep(delay)
+        if os.path.exists(os.path.join(os.environ.get("FAULT_ENGINE_DIR", ""), "fail_load")):
+            raise RuntimeError("the test asked this load to fail")
         return {"device": "cpu", "dtype": "float32"}
 
     def synthesize(self, request: SynthesisRequest) -> SynthesisOutput:

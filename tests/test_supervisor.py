@@ -331,6 +331,24 @@ def test_a_restart_whose_new_worker_dies_loading_says_so(tmp_path, monkeypatch):
         assert sup.restart().failed_load_attempts == ()
 
 
+def test_a_restart_after_failed_loads_does_not_report_the_dead_workers_memory(tmp_path, monkeypatch):
+    """After three failed loads the app waits for Restart; its report gave "Worker RSS before"
+    from a worker that had died long before (helper-97). It now says the old one had ended."""
+    from cosyvoice_ui.ui.formatting import restart_markdown
+    from cosyvoice_ui.worker.supervisor import report_to_dict
+
+    with _supervisor(tmp_path, monkeypatch) as sup:
+        (tmp_path / "fail_load").write_text("")
+        os.kill(sup.worker_pid, signal.SIGKILL)
+        _wait_until(lambda: sup.status()["state"] == "failed", 90)
+        (tmp_path / "fail_load").unlink()
+        report = sup.restart()
+        assert report.error is None and report.new_pid is not None, report
+        assert report.memory_before is None, report
+        text = restart_markdown({**report_to_dict(report), "since_press_s": report.duration_s}, None)
+        assert "Worker RSS before" not in text and "the old worker had already ended" in text, text
+
+
 def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
     """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
     with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:

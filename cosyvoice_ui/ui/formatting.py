@@ -186,7 +186,8 @@ def restart_markdown(report: dict, old_pid_gpu_bytes: int | None) -> str:
                 f"the start on the new worker (request {report['rerun_request_id']})."]
                if report.get("rerun_request_id") else []),
              *([_failed_loads(report["failed_load_attempts"])] if report.get("failed_load_attempts") else []),
-             f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."]
+             f"Worker RSS before {mib(before.get('rss_bytes'))}, after {mib(after.get('rss_bytes'))}."
+             if before else f"Worker RSS {mib(after.get('rss_bytes'))} (the old worker had already ended)."]
     if before.get("allocated_bytes") is not None or after.get("allocated_bytes") is not None:
         parts.append(f"torch reserved before {mib(before.get('reserved_bytes'))}, after {mib(after.get('reserved_bytes'))}.")
     if old_pid_gpu_bytes is not None:

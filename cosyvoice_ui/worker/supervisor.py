@@ -987,7 +987,9 @@ class Supervisor:
         """Kill the current worker (if alive) and start a new one. Callers count the restart."""
         with self._lock:
             old = self._worker
-            before = old.memory if old else None
+            # A worker that already died (a failed load, a crash) has no memory now: its last
+            # figures were reported as "before" by a Restart after the failed state (helper-97).
+            before = old.memory if old is not None and old.process.is_alive() else None
         t0 = time.monotonic()
         self._kill(old)
         ok = self._spawn_until_ready(reason=reason)
