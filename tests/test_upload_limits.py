@@ -84,6 +84,26 @@ def test_several_files_in_one_request_are_bounded_in_all(app):
     assert not _big_files(app), _big_files(app)
 
 
+def test_an_upload_of_many_small_files_is_cut_off_at_the_second(app):
+    """Gradio opens a temporary file per part at once, up to 1,000: three connections sending
+    1,000 one-byte files each used up the web process's file handles, and another visitor's
+    request was made but never answered (helper-102). An upload request carries one file: at the
+    second the request is cut off with 400, no part is kept, and one file still uploads."""
+    before = gh.files_under(app.temp_dir)
+    for count in (2, 1000):
+        files = [("files", (f"p{i}.wav", b"x", "audio/wav")) for i in range(count)]
+        r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}", files=files, timeout=30)
+        assert r.status_code == 400 and "carries one file" in r.text, (count, r.status_code, r.text[:300])
+    time.sleep(0.5)
+    assert gh.files_under(app.temp_dir) == before, "a part of a refused upload was kept"
+    with open(PROMPTS_DIR / "f5_basic_ref_en.wav", "rb") as f:  # under half the limit: _big_files stays empty
+        r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}",
+                       files=[("files", ("f5_basic_ref_en.wav", f, "audio/wav"))], timeout=30)
+    assert r.status_code == 200 and r.json()[0].endswith("f5_basic_ref_en.wav"), r.text[:300]
+    log = app.log_path.read_text()
+    assert "Too many open files" not in log, log[-3000:]
+
+
 def test_upload_without_a_declared_length_is_refused(app):
     """A chunked upload declares no length, so it could not be bounded before it is read: 411."""
     body = (b"--XX\r\nContent-Disposition: form-data; name=\"files\"; filename=\"voice.wav\"\r\n"

@@ -8,6 +8,12 @@ MiB (twenty-first). The page and gradio_client send one file per upload and smal
 always with a ``Content-Length``; a POST without one (chunked) is refused, as it could not be
 bounded before it is read, and so is any request with a chunked body (``Transfer-Encoding``),
 with or without a ``Content-Length`` beside it.
+
+An upload request carries one file. Gradio opens a temporary file for every part at once (up to
+1,000 per request): three connections sending 1,000 one-byte files each used up the web process's
+file handles, uploads failed with "Too many open files", accepts failed, and another visitor's
+request was made but its answer never reached it (helper-102). The parts are counted as the body
+arrives (by its multipart boundary); at the second file the request is cut off and answered 400.
 """
 
 from __future__ import annotations
@@ -68,7 +74,54 @@ class RequestSizeLimit:
                 await _refuse(send, 413, f"Request body too large: {length} bytes, at most {self.max_body_bytes} are "
                                          "accepted (texts are limited by --max-text-chars).")
                 return
+            if upload:
+                await _one_file_per_upload(self.app, scope, receive, send, headers.get(b"content-type", b""))
+                return
         await self.app(scope, receive, send)
+
+
+ONE_FILE = ("An upload request carries one file; this one had more. Send one file per request, as the page and "
+            "gradio_client do.")
+
+
+async def _one_file_per_upload(app, scope, receive, send, content_type: bytes) -> None:
+    """Pass an upload to ``app``, counting its multipart delimiters (``--<boundary>``) as the body
+    arrives; a third one (a second file) ends the body for ``app`` (a client disconnect) and the
+    request is answered 400 :data:`ONE_FILE` instead of by ``app``."""
+    _, _, boundary = content_type.partition(b"boundary=")
+    delimiter = b"--" + boundary.split(b";")[0].strip().strip(b'"')
+    if delimiter == b"--":  # no boundary: Gradio refuses it itself
+        await app(scope, receive, send)
+        return
+    seen, tail, cut, started = 0, b"", False, False
+
+    async def counting_receive():
+        nonlocal seen, tail, cut
+        if cut:
+            return {"type": "http.disconnect"}
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = tail + message.get("body", b"")
+            seen += chunk.count(delimiter)  # the tail is shorter than a delimiter: none counted twice
+            tail = chunk[-(len(delimiter) - 1):]
+            if seen > 2:  # the first file's opening and closing delimiters, then a second file's
+                cut = True
+                return {"type": "http.disconnect"}
+        return message
+
+    async def send_unless_cut(message):
+        nonlocal started
+        if not cut:
+            started = True
+            await send(message)
+
+    try:
+        await app(scope, counting_receive, send_unless_cut)
+    except Exception:
+        if not cut:
+            raise
+    if cut and not started:
+        await _refuse(send, 400, ONE_FILE)
 
 
 async def _refuse(send, status: int, message: str) -> None:
