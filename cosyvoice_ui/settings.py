@@ -468,15 +468,27 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"], from_env)
     _warn_about_self_defeating_limits(values, from_env)
     _warn_about_engine_flags(values, from_env)
-    values["allowed_hosts"] = tuple(_allowed_host(parser, h) for h in values["allowed_hosts"] or () if h.strip())
-    values["forwarded_allow_ips"] = _forwarded_allow_ips(parser, values["forwarded_allow_ips"])
+    if any(not h.strip() for h in values["allowed_hosts"] or ()):
+        # "--allowed-host $PROXY_NAME" with the variable unset ran as if the flag were not given (helper-103).
+        parser.error("--allowed-host is given an empty name; give the proxy's host name, such as voices.example.org")
+    values["allowed_hosts"] = tuple(_allowed_host(parser, h) for h in values["allowed_hosts"] or ())
+    values["forwarded_allow_ips"] = _forwarded_allow_ips(parser, values["forwarded_allow_ips"], from_env)
     values["frame_ancestors"] = _frame_ancestors(parser, values["frame_ancestors"], from_env)
     return Settings(**values)
 
 
 # One CSP source: a quoted keyword, or a scheme or host source (CSP Level 3, "source-expression").
-_FRAME_SOURCE_RE = re.compile(r"^('self'|'none'|\*|[a-z][a-z0-9+.-]*:|([a-z][a-z0-9+.-]*://)?(\*\.)?"
-                              r"[a-z0-9-]+(\.[a-z0-9-]+)*(:(\d{1,5}|\*))?(/[^\s;,']*)?)$", re.IGNORECASE)
+_FRAME_SOURCE_RE = re.compile(r"^('self'|'none'|\*|[a-z][a-z0-9+.-]*:|([a-z][a-z0-9+.-]*://)?(\*|(\*\.)?"
+                              r"[a-z0-9-]+(\.[a-z0-9-]+)*)(:(\d{1,5}|\*))?(/[^\s;,'?#]*)?)$", re.IGNORECASE)
+
+
+def _any_page(source: str) -> bool:
+    """Whether a frame-ancestors source lets pages anywhere (or in a whole top-level domain) frame
+    the app: ``*``, ``https:``, ``https://*``, ``*:*``, ``*.com``."""
+    if source.lower() in ("http:", "https:"):
+        return True
+    host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", source, flags=re.I).split("/")[0].split(":")[0]
+    return host == "*" or (host.startswith("*.") and host.count(".") == 1)
 
 
 def _frame_ancestors(parser: argparse.ArgumentParser, value: str, from_env: dict[str, str]) -> str:
@@ -493,19 +505,24 @@ def _frame_ancestors(parser: argparse.ArgumentParser, value: str, from_env: dict
                 if bad and bad.lower() in ("self", "none") else f" ({bad[:60]!r} is no source)" if bad else "")
         parser.error(f"--frame-ancestors {value[:100]!r} is not a frame-ancestors source list{hint}; give "
                      f"sources separated by blanks, such as \"'self' https://huggingface.co\", or 'none' alone")
-    if any(t.lower() in ("*", "http:", "https:") for t in sources):
+    if any(_any_page(t) for t in sources):
         _warn(f"--frame-ancestors {' '.join(sources)!r} lets pages at any address show the app in a frame, where a "
               f"click on their bait can press its buttons (Restart) as the visitor; name the embedding site "
               f"instead, such as \"'self' https://huggingface.co\"", from_env)
     return " ".join(sources)
 
 
-def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None) -> tuple[str, ...]:
+def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None,
+                         from_env: dict[str, str]) -> tuple[str, ...]:
     """``--forwarded-allow-ips`` as uvicorn's ``forwarded_allow_ips`` takes it: addresses, networks
     (``10.0.0.0/8``) or ``*``. uvicorn's default (127.0.0.1) let any local client name any address
     in ``X-Forwarded-For``, past the per-address stream limit (helper-99), so there is none here;
     something that is no address (a host name, which uvicorn would compare as text) is refused."""
-    entries = tuple(e.strip() for e in (value or "").split(",") if e.strip())
+    entries = tuple(e.strip() for e in value.split(",")) if value is not None else ()
+    if value is not None and not all(entries):
+        # "--forwarded-allow-ips $PROXY_IP" with the variable unset trusted no proxy, silently (helper-103).
+        parser.error(f"--forwarded-allow-ips {value[:100]!r} has an empty entry; give the proxy's address, such as "
+                     f"127.0.0.1, or addresses separated by commas")
     for entry in entries:
         if entry == "*":
             continue
@@ -515,6 +532,11 @@ def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None) -> 
             parser.error(f"--forwarded-allow-ips {entry[:100]!r} is not an address or network; give the proxy's "
                          f"address as it connects (127.0.0.1 for one on this machine), a network such as "
                          f"10.0.0.0/8, or *")
+    if any(e == "*" or ipaddress.ip_network(e, strict=False).prefixlen == 0 for e in entries):
+        _warn(f"--forwarded-allow-ips {','.join(entries)!r} takes X-Forwarded-For from any client, so each can name "
+              f"its own address and pass the per-address limit on heartbeats; and every connecting address, a "
+              f"remote proxy's too, holds at most half of the connections. Give your proxy's address instead, "
+              f"such as 127.0.0.1 or 10.0.0.5", from_env)
     return entries
 
 

@@ -73,6 +73,12 @@ from .conftest import ROOT, free_port
     # Unquoted, self names a host called "self": the app's own pages could no longer frame it (helper-101).
     (["--frame-ancestors", "self"], "'self' is no source: write 'self' and 'none' with their quotes"),
     (["--frame-ancestors", "'self'\r\nX-Evil: 1"], "is not a frame-ancestors source list"),  # helper-100
+    # A query is no part of a CSP source: browsers drop it, and the Space could not frame the app (helper-103).
+    (["--frame-ancestors", "https://huggingface.co/spaces/x?a=b"], "is no source"),
+    # "--forwarded-allow-ips $PROXY_IP" with the variable unset trusted no proxy, silently (helper-103).
+    (["--forwarded-allow-ips="], "--forwarded-allow-ips '' has an empty entry"),
+    (["--forwarded-allow-ips", "127.0.0.1, ,10.0.0.1"], "has an empty entry"),
+    (["--allowed-host="], "--allowed-host is given an empty name"),
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
@@ -339,5 +345,15 @@ def test_frame_ancestors_that_let_any_page_frame_the_app_are_warned_about(capsys
     assert parse_settings(["--frame-ancestors", "'self'  https://huggingface.co"]).frame_ancestors == \
         "'self' https://huggingface.co"
     assert "lets pages at any address" not in capsys.readouterr().err
-    assert parse_settings(["--frame-ancestors", "*"]).frame_ancestors == "*"
-    assert "lets pages at any address show the app in a frame" in capsys.readouterr().err
+    for sources in ("*", "'self' https://*", "*:*", "'self' *.com"):  # https://* was refused as no source (helper-102)
+        assert parse_settings(["--frame-ancestors", sources]).frame_ancestors == sources
+        assert "lets pages at any address show the app in a frame" in capsys.readouterr().err, sources
+
+
+def test_a_forwarded_allow_ips_of_anyone_is_warned_about(capsys):
+    """--forwarded-allow-ips * lets every client name its own address (helper-102, helper-103)."""
+    for value in ("*", "0.0.0.0/0", "127.0.0.1,::/0"):
+        parse_settings(["--forwarded-allow-ips", value])
+        assert "takes X-Forwarded-For from any client" in capsys.readouterr().err, value
+    parse_settings(["--forwarded-allow-ips", "127.0.0.1"])
+    assert "any client" not in capsys.readouterr().err

@@ -7,7 +7,10 @@ from __future__ import annotations
 import resource
 import socket
 import time
+import urllib.error
 import urllib.request
+
+import pytest
 
 from gradio_client import Client
 
@@ -275,17 +278,20 @@ def test_heartbeats_in_total_leave_connections_for_other_requests(tmp_path):
         app.stop()
 
 
-def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_path):
+@pytest.mark.parametrize("flags", [(), ("--forwarded-allow-ips", "*")], ids=["", "any-proxy"])
+def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_path, flags):
     """120 POSTs sending a byte of body every few seconds (never a pause the read deadline cuts)
     held every connection: /healthz, the login and the page answered 503 to everyone (helper-100).
     One remote address now holds at most half of the connection limit; its next connection gets
-    429, and everyone else is served."""
-    import pytest
+    429, and everyone else is served, also during a burst of its refused connections (they
+    counted against the limit while they closed: helper-102) and with --forwarded-allow-ips *
+    (which had exempted every address: helper-102)."""
+    import threading
 
     address = network_address()
     if address is None:
         pytest.skip("this machine has no network address besides loopback to connect from")
-    app = _app_with_few_file_handles("--host", "0.0.0.0")
+    app = _app_with_few_file_handles("--host", "0.0.0.0", *flags)
     slow, crowded = [], 0
     try:
         app.wait_healthy()
@@ -301,7 +307,31 @@ def test_one_remote_address_cannot_hold_every_connection_with_slow_bodies(tmp_pa
                 s.sendall(b"I")  # a byte now and then: no pause long enough for the deadline
             except OSError:
                 pass
-        assert _healthz_status(app.url) == 200
+        bursting = threading.Event()
+
+        def burst():
+            while not bursting.is_set():
+                try:
+                    socket.create_connection((address, app.port), timeout=5, source_address=(address, 0)).close()
+                except OSError:
+                    pass
+
+        threads = [threading.Thread(target=burst) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            statuses = []
+            for _ in range(20):
+                try:
+                    statuses.append(_healthz_status(app.url))
+                except urllib.error.HTTPError as e:
+                    statuses.append(e.code)
+                time.sleep(0.1)
+        finally:
+            bursting.set()
+            for t in threads:
+                t.join()
+        assert statuses == [200] * 20, statuses
         assert Client(app.url, verbose=False).predict(text="beside the slow bodies", api_name="/synthesize")[1]["audio_s"] > 0
         assert "half of the limit" in app.log_path.read_text()
     finally:

@@ -20,8 +20,8 @@ documented way to choose one) with two additions:
 - a limit per address: one remote address holds at most half of ``max_connections``. 120 POSTs
   sending a byte of body every 10 s (never a pause long enough for the deadline) held every
   connection, and ``/healthz``, the login and the page answered 503 to everyone (helper-100).
-  Loopback addresses and the proxies named by ``--forwarded-allow-ips`` are not limited: behind a
-  proxy every client comes from its address (nginx buffers a request's body before it sends it on,
+  Loopback addresses and the proxies named by ``--forwarded-allow-ips`` (not ``*``) are not
+  limited: behind a proxy every client comes from its address (nginx buffers a request's body before it sends it on,
   so a slow body never reaches the app), and a local process can open as many connections as the
   operating system lets it in any case.
 
@@ -55,14 +55,12 @@ _CROWDING_RESPONSE = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/pla
 
 def _limited_address(client, unlimited: tuple) -> str | None:
     """The address a connection is counted under, or None when it is not limited (loopback, a
-    Unix socket, or one of ``unlimited``: networks, or ``"*"``)."""
+    Unix socket, or in one of the ``unlimited`` networks)."""
     try:
         address = ipaddress.ip_address(client[0]) if client else None
     except ValueError:
         return None
-    if address is None or address.is_loopback or "*" in unlimited:
-        return None
-    if any(address in network for network in unlimited if network != "*"):
+    if address is None or address.is_loopback or any(address in network for network in unlimited):
         return None
     return str(address)
 
@@ -113,8 +111,9 @@ class DeadlineH11Protocol(H11Protocol):
 
     read_timeout_s: float = 30.0
     max_connections: int = 8192
-    unlimited: tuple = ()  # networks (and "*") whose connections are not limited per address
+    unlimited: tuple = ()  # networks whose connections are not limited per address
     _per_address: collections.Counter = collections.Counter()
+    _admitted = 0  # open connections let in (those turned away are not counted while they close)
     _stalled = OncePerMinute(log, logging.WARNING, "closed a connection from %s that sent no whole request within %g s")
     _turned_away = OncePerMinute(log, logging.WARNING, "turned away a connection: %d are open (limit %d, from the "
                                                        "open-file limit)")
@@ -128,7 +127,10 @@ class DeadlineH11Protocol(H11Protocol):
         the proxies not limited per address (``--forwarded-allow-ips``: addresses, networks, ``*``)."""
         cls.read_timeout_s = read_timeout_s
         cls.max_connections = connection_limit() if max_connections is None else max_connections
-        cls.unlimited = tuple(p if p == "*" else ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
+        # "*" (or a /0) would exempt every client: with it one remote address held every connection
+        # again (helper-102). Only proxies named more narrowly are exempt.
+        networks = (ipaddress.ip_network(p, strict=False) for p in trusted_proxies if p != "*")
+        cls.unlimited = tuple(n for n in networks if n.prefixlen > 0)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -137,9 +139,12 @@ class DeadlineH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
         self._counted_as: str | None = None
+        self._admitted_here = False
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
-            self._turned_away.note(len(self.connections) - 1, self.max_connections)
+        # Connections being turned away are not counted: a burst from one address over its share
+        # counted against the limit while they closed, and /healthz got 503 now and then (helper-102).
+        if DeadlineH11Protocol._admitted >= self.max_connections:
+            self._turned_away.note(DeadlineH11Protocol._admitted, self.max_connections)
             transport.write(_BUSY_RESPONSE)
             transport.close()
             return
@@ -152,6 +157,8 @@ class DeadlineH11Protocol(H11Protocol):
                 return
             self._per_address[address] += 1
             self._counted_as = address
+        DeadlineH11Protocol._admitted += 1
+        self._admitted_here = True
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -171,6 +178,9 @@ class DeadlineH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if getattr(self, "_admitted_here", False):
+            DeadlineH11Protocol._admitted -= 1
+            self._admitted_here = False
         if getattr(self, "_counted_as", None) is not None:
             self._per_address[self._counted_as] -= 1
             if self._per_address[self._counted_as] <= 0:
