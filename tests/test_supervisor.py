@@ -333,11 +333,16 @@ def test_a_restart_whose_new_worker_dies_loading_says_so(tmp_path, monkeypatch):
 
 def test_a_restart_after_failed_loads_does_not_report_the_dead_workers_memory(tmp_path, monkeypatch):
     """After three failed loads the app waits for Restart; its report gave "Worker RSS before"
-    from a worker that had died long before (helper-97). It now says the old one had ended."""
+    from a worker that had died long before (helper-97). It now says the old one had ended; a
+    normal restart still reports the memory of the worker it replaced (the user run of this
+    change showed it dropped there too)."""
     from cosyvoice_ui.ui.formatting import restart_markdown
     from cosyvoice_ui.worker.supervisor import report_to_dict
 
     with _supervisor(tmp_path, monkeypatch) as sup:
+        _wait_until(lambda: sup.status()["memory"], 10)
+        normal = sup.restart()
+        assert normal.memory_before is not None and normal.memory_before.rss_bytes, normal  # the served worker's
         (tmp_path / "fail_load").write_text("")
         os.kill(sup.worker_pid, signal.SIGKILL)
         _wait_until(lambda: sup.status()["state"] == "failed", 90)

@@ -987,9 +987,10 @@ class Supervisor:
         """Kill the current worker (if alive) and start a new one. Callers count the restart."""
         with self._lock:
             old = self._worker
-            # A worker that already died (a failed load, a crash) has no memory now: its last
-            # figures were reported as "before" by a Restart after the failed state (helper-97).
-            before = old.memory if old is not None and old.process.is_alive() else None
+            # A worker that never loaded (the failed state) had no memory worth naming: its figures
+            # from the load were reported as "before" by a Restart after it (helper-97). One that
+            # served has its last figures, also when a graceful restart has already ended it.
+            before = old.memory if old is not None and old.ready is not None else None
         t0 = time.monotonic()
         self._kill(old)
         ok = self._spawn_until_ready(reason=reason)
