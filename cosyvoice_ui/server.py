@@ -22,6 +22,7 @@ from .guards.file_links import FileLinks
 from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.frame_ancestors import FrameAncestors
+from .guards.heartbeats_per_address import HeartbeatsPerAddress, room_for_heartbeats
 from .guards.http_errors import QuietRequestErrors
 from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly
 from .guards.login_required import LoginRequired
@@ -34,7 +35,6 @@ from .guards.rest_results import OneReaderPerResult
 from .guards.session_streams import OneStreamPerSession
 from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
-from .guards.streams_per_address import StreamsPerAddress, room_for_streams
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -124,8 +124,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
     app.add_middleware(FileLinks, folder=temp_space.folder)  # only the app's own files; an expired one says so
     app.add_middleware(QuietRequestErrors)  # junk requests cannot flood the log
-    app.add_middleware(StreamsPerAddress,  # one address, or all, cannot hold every connection with open streams
-                       total=lambda: room_for_streams(DeadlineH11Protocol.max_connections))
+    app.add_middleware(HeartbeatsPerAddress,  # one address, or all, cannot hold every connection with heartbeats
+                       total=lambda: room_for_heartbeats(DeadlineH11Protocol.max_connections))
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
     app.add_middleware(OwnOriginOnly)  # no page at another address acts as a visitor
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)

@@ -516,7 +516,7 @@ def _forwarded_allow_ips(parser: argparse.ArgumentParser, value: str | None,
                          from_env: dict[str, str]) -> tuple[str, ...]:
     """``--forwarded-allow-ips`` as uvicorn's ``forwarded_allow_ips`` takes it: addresses, networks
     (``10.0.0.0/8``) or ``*``. uvicorn's default (127.0.0.1) let any local client name any address
-    in ``X-Forwarded-For``, past the per-address stream limit (helper-99), so there is none here;
+    in ``X-Forwarded-For``, past the per-address heartbeat limit (helper-99), so there is none here;
     something that is no address (a host name, which uvicorn would compare as text) is refused."""
     entries = tuple(e.strip() for e in value.split(",")) if value is not None else ()
     if value is not None and not all(entries):

@@ -137,7 +137,7 @@ def test_a_burst_of_connections_does_not_flood_the_log_with_accept_errors(tmp_pa
         app.stop()
 
 
-def _app_with_room_for_streams(*flags: str) -> RunningApp:
+def _app_with_room_for_heartbeats(*flags: str) -> RunningApp:
     """The app started with an open-file limit that leaves room for a few hundred streams, here and
     in the app (its connection limit is a third of the file handles it has left)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -173,23 +173,23 @@ def _healthz_status(url: str) -> int:
 def test_one_address_cannot_hold_every_connection_with_open_streams_however_it_names_itself(tmp_path):
     """One local client held 6,659 heartbeat streams open, every connection the process may have:
     every other visitor and /healthz got 503 while it lasted (helper-97). Past
-    MAX_STREAMS_PER_ADDRESS, an address's next stream is a 429. It held 6,659 again by naming a new
+    MAX_HEARTBEATS_PER_ADDRESS, an address's next stream is a 429. It held 6,659 again by naming a new
     address in X-Forwarded-For on each stream, which uvicorn believed from 127.0.0.1 (helper-99):
     the header is ignored unless --forwarded-allow-ips names the sender, and the loopback addresses
     a local client may bind (127.0.0.2, 127.0.0.3) count as one."""
-    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS, TOO_MANY
+    from cosyvoice_ui.guards.heartbeats_per_address import MAX_HEARTBEATS_PER_ADDRESS, TOO_MANY
 
-    app = _app_with_room_for_streams()
+    app = _app_with_room_for_heartbeats()
     held = []
     try:
         app.wait_healthy()
-        for i in range(MAX_STREAMS_PER_ADDRESS + 20):
+        for i in range(MAX_HEARTBEATS_PER_ADDRESS + 20):
             held.append(_open_heartbeat(app.port, f"s{i}", source=f"127.0.0.{1 + i % 3}",
                                         forwarded_for=f"198.51.{i // 250}.{i % 250}"))
         answers = [_answer_head(s) for s in held]
         refused = [a for a in answers if a.startswith(b"HTTP/1.1 429")]
         assert len(refused) == 20, (len(refused), {a[:12] for a in answers})
-        assert TOO_MANY.format(n=MAX_STREAMS_PER_ADDRESS).encode() in refused[0]
+        assert TOO_MANY.format(n=MAX_HEARTBEATS_PER_ADDRESS).encode() in refused[0]
         assert _healthz_status(app.url) == 200
         for s in held:
             s.close()
@@ -206,15 +206,15 @@ def test_one_address_cannot_hold_every_connection_with_open_streams_however_it_n
 
 def test_behind_a_trusted_proxy_each_client_has_its_own_stream_limit(tmp_path):
     """With --forwarded-allow-ips naming the proxy (here 127.0.0.1), the address in its
-    X-Forwarded-For is the client's: one client held to MAX_STREAMS_PER_ADDRESS leaves another
+    X-Forwarded-For is the client's: one client held to MAX_HEARTBEATS_PER_ADDRESS leaves another
     served through the same proxy; the startup log says whose headers are taken."""
-    from cosyvoice_ui.guards.streams_per_address import MAX_STREAMS_PER_ADDRESS
+    from cosyvoice_ui.guards.heartbeats_per_address import MAX_HEARTBEATS_PER_ADDRESS
 
-    app = _app_with_room_for_streams("--forwarded-allow-ips", "127.0.0.1")
+    app = _app_with_room_for_heartbeats("--forwarded-allow-ips", "127.0.0.1")
     held = []
     try:
         app.wait_healthy()
-        for i in range(MAX_STREAMS_PER_ADDRESS + 20):
+        for i in range(MAX_HEARTBEATS_PER_ADDRESS + 20):
             held.append(_open_heartbeat(app.port, f"s{i}", forwarded_for="203.0.113.7"))
         refused = sum(_answer_head(s).startswith(b"HTTP/1.1 429") for s in held)
         assert refused == 20, refused
@@ -246,10 +246,10 @@ def test_heartbeats_in_total_leave_connections_for_other_requests(tmp_path):
     """One address may hold at most half of the heartbeats all may hold: with few file handles the
     total (250 at ulimit -n 1024) was below the per-address limit of 256, and one address filled it
     alone (helper-100). Addresses a trusted proxy's host can forge, or a crowd of real ones, are
-    held by the total, room_for_streams of the connection limit: /healthz is still answered, and a
+    held by the total, room_for_heartbeats of the connection limit: /healthz is still answered, and a
     request that joins the queue gets its result, as its own stream is not counted (a queue/data
     refused while the total was full left the request to run for no one: helper-100)."""
-    from cosyvoice_ui.guards.streams_per_address import TOO_MANY, TOO_MANY_IN_TOTAL
+    from cosyvoice_ui.guards.heartbeats_per_address import TOO_MANY, TOO_MANY_IN_TOTAL
 
     app = _app_with_few_file_handles("--forwarded-allow-ips", "127.0.0.1")
     held, crowd = [], []

@@ -4,6 +4,6 @@ ASGI middleware (installed in ``server.py``) and uvicorn's connection protocol: 
 routes Gradio leaves open, request and upload size, free space for uploads, expired file links,
 host names on loopback, requests from pages at other addresses, frames in other pages, queue joins Gradio would
 mishandle, one reader per session stream and per REST result, cancels that end only their own
-event, component calls for functions that exist, no streamed input, open streams per address,
+event, component calls for functions that exist, no streamed input, open heartbeats per address,
 slow and flooding connections, and errors that must not flood the log.
 """

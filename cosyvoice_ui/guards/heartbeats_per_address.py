@@ -1,4 +1,4 @@
-"""ASGI middleware: one client address holds at most :data:`MAX_STREAMS_PER_ADDRESS` open
+"""ASGI middleware: one client address holds at most :data:`MAX_HEARTBEATS_PER_ADDRESS` open
 heartbeats, at most half of those all clients together may hold, and all of them leave room for
 requests that are not heartbeats.
 
@@ -22,7 +22,7 @@ operator names. Every loopback address (``127.x.y.z``, ``::1``) counts as one: a
 bind as many of them as it likes. One address holds at most half of the total, or it filled the
 total alone at an open-file limit of 1,024 (helper-100). A process on a trusted proxy's host that
 forges addresses, or a crowd of real ones, is held by the total: at most
-:func:`room_for_streams` of the process's connections are heartbeats, so ``/healthz``, page loads,
+:func:`room_for_heartbeats` of the process's connections are heartbeats, so ``/healthz``, page loads,
 API calls and the streams of requests in the queue always find a connection.
 """
 
@@ -34,7 +34,7 @@ from typing import Callable
 
 from .asgi_requests import HEARTBEAT, answer_json, route_path
 
-MAX_STREAMS_PER_ADDRESS = 256  # a class of 200 tabs behind one NAT
+MAX_HEARTBEATS_PER_ADDRESS = 256  # a class of 200 tabs behind one NAT
 TOO_MANY = ("This address already holds {n} open heartbeats (one per open page of this app): close some "
             "tabs, or clients that never ended, and try again.")
 TOO_MANY_IN_TOTAL = ("The server already holds {n} open heartbeats (one per open page of this app), all its "
@@ -42,7 +42,7 @@ TOO_MANY_IN_TOTAL = ("The server already holds {n} open heartbeats (one per open
 LOOPBACK = "this machine (loopback)"
 
 
-def room_for_streams(max_connections: int) -> int:
+def room_for_heartbeats(max_connections: int) -> int:
     """Open heartbeats allowed in total: the connection limit (``slow_clients.connection_limit``)
     less a quarter of it, at least 16, kept for requests that end (page loads, uploads, API
     calls, ``/healthz``); at least 8. Our choice: a quarter is enough for the requests of the
@@ -58,17 +58,17 @@ def _counted_as(address: str) -> str:
         return address
 
 
-class StreamsPerAddress:
+class HeartbeatsPerAddress:
     """Pure ASGI middleware; see the module docstring.
 
     Args:
         app: the ASGI app inside.
         limit: open heartbeats per client address (and at most half of ``total``).
         total: open heartbeats in all (a callable, as the connection limit is set once the server
-            starts: ``lambda: room_for_streams(DeadlineH11Protocol.max_connections)``).
+            starts: ``lambda: room_for_heartbeats(DeadlineH11Protocol.max_connections)``).
     """
 
-    def __init__(self, app, limit: int = MAX_STREAMS_PER_ADDRESS, total: Callable[[], int] = lambda: 8192) -> None:
+    def __init__(self, app, limit: int = MAX_HEARTBEATS_PER_ADDRESS, total: Callable[[], int] = lambda: 8192) -> None:
         self.app, self.limit, self.total = app, limit, total
         self._open: collections.Counter = collections.Counter()
         self._open_in_total = 0
