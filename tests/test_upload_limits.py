@@ -84,6 +84,19 @@ def test_several_files_in_one_request_are_bounded_in_all(app):
     assert not _big_files(app), _big_files(app)
 
 
+def _multipart(boundary: bytes, contents: list[bytes]) -> bytes:
+    parts = [b"--" + boundary + b'\r\nContent-Disposition: form-data; name="files"; filename="p%d.wav"\r\n'
+             b"Content-Type: audio/wav\r\n\r\n" % i + c + b"\r\n" for i, c in enumerate(contents)]
+    return b"".join(parts) + b"--" + boundary + b"--\r\n"
+
+
+def _post_upload(app, content_types: list[str], body: bytes) -> httpx.Response:
+    """A raw upload with the given Content-Type header(s), in that order."""
+    headers = [("content-type", t) for t in content_types]
+    return httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}", content=body,
+                      headers=headers, timeout=30)
+
+
 def test_an_upload_of_many_small_files_is_cut_off_at_the_second(app):
     """Gradio opens a temporary file per part at once, up to 1,000: three connections sending
     1,000 one-byte files each used up the web process's file handles, and another visitor's
@@ -94,8 +107,23 @@ def test_an_upload_of_many_small_files_is_cut_off_at_the_second(app):
         files = [("files", (f"p{i}.wav", b"x", "audio/wav")) for i in range(count)]
         r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}", files=files, timeout=30)
         assert r.status_code == 400 and "carries one file" in r.text, (count, r.status_code, r.text[:300])
+    # The boundary as Gradio's parser reads it: these spellings slipped past a stricter reading
+    # while Gradio parsed every part (helper-104).
+    for content_type in ("multipart/form-data; BOUNDARY=XyZ123", "multipart/form-data; boundary = XyZ123",
+                         "multipart/form-data; boundary=zz; boundary=XyZ123", 'multipart/form-data; boundary="XyZ123"'):
+        r = _post_upload(app, [content_type], _multipart(b"XyZ123", [b"x"] * 3))
+        assert r.status_code == 400 and "carries one file" in r.text, (content_type, r.status_code, r.text[:300])
+    # Two Content-Type headers: Starlette reads the first.
+    r = _post_upload(app, ["multipart/form-data; boundary=XyZ123", "multipart/form-data; boundary=zz"],
+                     _multipart(b"XyZ123", [b"x"] * 3))
+    assert r.status_code == 400 and "carries one file" in r.text, (r.status_code, r.text[:300])
     time.sleep(0.5)
     assert gh.files_under(app.temp_dir) == before, "a part of a refused upload was kept"
+    # One file whose content holds the boundary's text, but no delimiter (a bare LF before it, or
+    # other text after it), is one file (helper-104).
+    content = b"RIFF\n--XyZ123\r\n...\r\n--XyZ123abc..."
+    r = _post_upload(app, ["multipart/form-data; boundary=XyZ123"], _multipart(b"XyZ123", [content]))
+    assert r.status_code == 200 and len(r.json()) == 1, (r.status_code, r.text[:300])
     with open(PROMPTS_DIR / "f5_basic_ref_en.wav", "rb") as f:  # under half the limit: _big_files stays empty
         r = httpx.post(app.url + f"gradio_api/upload?upload_id={uuid.uuid4().hex}",
                        files=[("files", ("f5_basic_ref_en.wav", f, "audio/wav"))], timeout=30)

@@ -75,7 +75,7 @@ class RequestSizeLimit:
                                          "accepted (texts are limited by --max-text-chars).")
                 return
             if upload:
-                await _one_file_per_upload(self.app, scope, receive, send, headers.get(b"content-type", b""))
+                await _one_file_per_upload(self.app, scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -84,16 +84,30 @@ ONE_FILE = ("An upload request carries one file; this one had more. Send one fil
             "gradio_client do.")
 
 
-async def _one_file_per_upload(app, scope, receive, send, content_type: bytes) -> None:
-    """Pass an upload to ``app``, counting its multipart delimiters (``--<boundary>``) as the body
-    arrives; a third one (a second file) ends the body for ``app`` (a client disconnect) and the
-    request is answered 400 :data:`ONE_FILE` instead of by ``app``."""
-    _, _, boundary = content_type.partition(b"boundary=")
-    delimiter = b"--" + boundary.split(b";")[0].strip().strip(b'"')
-    if delimiter == b"--":  # no boundary: Gradio refuses it itself
+def _first_header(scope, name: bytes) -> bytes:
+    """A header's first value, as Starlette (and so Gradio's upload parser) reads it."""
+    return next((v for k, v in scope.get("headers") or () if k.lower() == name), b"")
+
+
+async def _one_file_per_upload(app, scope, receive, send) -> None:
+    """Pass an upload to ``app``, counting its multipart delimiters as the body arrives; a third
+    (a second file) ends the body for ``app`` (a client disconnect) and the request is answered
+    400 :data:`ONE_FILE` instead of by ``app``.
+
+    The boundary is read from the first ``Content-Type`` by python-multipart's own
+    ``parse_options_header``, as Gradio's parser reads it: a stricter reading here (``BOUNDARY=``,
+    blanks around ``=``, the parameter given twice) found no second file while Gradio parsed 1,000
+    (helper-104). A delimiter is ``CRLF--boundary`` followed by CR, ``-`` or transport padding (the
+    body's start counts as a CRLF): a bare LF, or the boundary's text inside a file, is none."""
+    from python_multipart.multipart import parse_options_header
+
+    _, options = parse_options_header(_first_header(scope, b"content-type"))
+    boundary = options.get(b"boundary")
+    if not boundary:  # Gradio refuses it itself
         await app(scope, receive, send)
         return
-    seen, tail, cut, started = 0, b"", False, False
+    delimiter = b"\r\n--" + boundary
+    seen, tail, cut, started = 0, b"\r\n", False, False
 
     async def counting_receive():
         nonlocal seen, tail, cut
@@ -101,9 +115,12 @@ async def _one_file_per_upload(app, scope, receive, send, content_type: bytes) -
             return {"type": "http.disconnect"}
         message = await receive()
         if message["type"] == "http.request":
-            chunk = tail + message.get("body", b"")
-            seen += chunk.count(delimiter)  # the tail is shorter than a delimiter: none counted twice
-            tail = chunk[-(len(delimiter) - 1):]
+            data = tail + message.get("body", b"")
+            at = data.find(delimiter)
+            while at >= 0 and at + len(delimiter) < len(data):  # the byte after it has arrived
+                seen += data[at + len(delimiter)] in b"\r- \t"
+                at = data.find(delimiter, at + 1)
+            tail = data[max(0, len(data) - len(delimiter)):]  # a delimiter whose next byte is still to come
             if seen > 2:  # the first file's opening and closing delimiters, then a second file's
                 cut = True
                 return {"type": "http.disconnect"}
