@@ -24,7 +24,7 @@ from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.frame_ancestors import FrameAncestors
 from .guards.heartbeats_per_address import HeartbeatsPerAddress, room_for_heartbeats
 from .guards.http_errors import QuietRequestErrors
-from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly
+from .guards.login_check import LoginCheck, LoginClientAddress, LogoutThisSessionOnly, SameSiteLoginCookies
 from .guards.login_required import LoginRequired
 from .guards.loopback_host import LoopbackHostOnly, is_loopback
 from .guards.own_origin import OwnOriginOnly
@@ -111,6 +111,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client
     app.add_middleware(LogoutThisSessionOnly)  # one visitor's logout leaves the others logged in
+    app.add_middleware(SameSiteLoginCookies)  # no other site's page or frame carries the login
     app.add_middleware(OneReaderPerResult,  # a REST result read twice is told so, not left hanging,
                        owner_of=lambda event_id: _event_owner(demo, event_id))  # nor one of another session
     app.state.joins_closed = False  # set by close_joins at the end of a shutdown

@@ -485,7 +485,7 @@ _FRAME_SOURCE_RE = re.compile(r"^('self'|'none'|\*|[a-z][a-z0-9+.-]*:|([a-z][a-z
 def _any_page(source: str) -> bool:
     """Whether a frame-ancestors source lets pages anywhere (or in a whole top-level domain) frame
     the app: ``*``, ``https:``, ``https://*``, ``*:*``, ``*.com``."""
-    if source.lower() in ("http:", "https:"):
+    if source.lower() in ("http:", "https:", "data:"):  # any page can make a data: document
         return True
     host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", source, flags=re.I).split("/")[0].split(":")[0]
     return host == "*" or (host.startswith("*.") and host.count(".") == 1)
@@ -498,8 +498,8 @@ def _frame_ancestors(parser: argparse.ArgumentParser, value: str, from_env: dict
     directive, add a policy or end the header. Any page (``*``, ``https:``) is allowed with a
     warning: it brings back clickjacking (helper-99)."""
     sources = value.split()
-    bad = next((t for t in sources if not _FRAME_SOURCE_RE.match(t) or t.lower() in ("self", "none")), None) \
-        if value.isprintable() else value
+    bad = next((t for t in sources if not _FRAME_SOURCE_RE.match(t) or t.lower() in ("self", "none")
+                or any(int(p) > 65535 for p in re.findall(r":(\d+)", t))), None) if value.isprintable() else value
     if not sources or bad is not None or ("'none'" in sources and len(sources) > 1):
         hint = (f" ({bad!r} is no source: write 'self' and 'none' with their quotes)"
                 if bad and bad.lower() in ("self", "none") else f" ({bad[:60]!r} is no source)" if bad else "")

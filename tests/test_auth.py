@@ -300,6 +300,10 @@ def test_one_visitors_logout_leaves_the_others_logged_in(tmp_path, monkeypatch):
         for visitor in (one, other):
             r = visitor.post(app.url + "login", data={"username": "alice", "password": "s3cret"})
             assert r.status_code == 200 and visitor.get(app.url + "config").status_code == 200, r.text
+            # Gradio's secure login cookie was SameSite=None: behind https it went with requests
+            # from any site's page or frame (helper-105).
+            cookies = r.headers.get_list("set-cookie")
+            assert len(cookies) == 2 and all("samesite=lax" in c.lower() for c in cookies), cookies
         # A page at another address (another port: same-site; or another site) cannot log a
         # visitor out with a plain GET, which carries no Origin (helper-97).
         for site in ("same-site", "cross-site"):

@@ -75,6 +75,7 @@ from .conftest import ROOT, free_port
     (["--frame-ancestors", "'self'\r\nX-Evil: 1"], "is not a frame-ancestors source list"),  # helper-100
     # A query is no part of a CSP source: browsers drop it, and the Space could not frame the app (helper-103).
     (["--frame-ancestors", "https://huggingface.co/spaces/x?a=b"], "is no source"),
+    (["--frame-ancestors", "'self' https://a.example:99999"], "is no source"),  # no such port (helper-105)
     # "--forwarded-allow-ips $PROXY_IP" with the variable unset trusted no proxy, silently (helper-103).
     (["--forwarded-allow-ips="], "--forwarded-allow-ips '' has an empty entry"),
     (["--forwarded-allow-ips", "127.0.0.1, ,10.0.0.1"], "has an empty entry"),
@@ -345,7 +346,7 @@ def test_frame_ancestors_that_let_any_page_frame_the_app_are_warned_about(capsys
     assert parse_settings(["--frame-ancestors", "'self'  https://huggingface.co"]).frame_ancestors == \
         "'self' https://huggingface.co"
     assert "lets pages at any address" not in capsys.readouterr().err
-    for sources in ("*", "'self' https://*", "*:*", "'self' *.com"):  # https://* was refused as no source (helper-102)
+    for sources in ("*", "'self' https://*", "*:*", "'self' *.com", "'self' data:"):  # https://* was refused as no source (helper-102)
         assert parse_settings(["--frame-ancestors", sources]).frame_ancestors == sources
         assert "lets pages at any address show the app in a frame" in capsys.readouterr().err, sources
 

@@ -46,7 +46,7 @@ def room_for_heartbeats(max_connections: int) -> int:
     """Open heartbeats allowed in total: the connection limit (``slow_clients.connection_limit``)
     less a quarter of it, at least 16, kept for requests that end (page loads, uploads, API
     calls, ``/healthz``); at least 8. Our choice: a quarter is enough for the requests of the
-    visitors the streams belong to, which end in seconds."""
+    visitors the heartbeats belong to, which end in seconds."""
     return max(8, max_connections - max(16, max_connections // 4))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import hmac
 import logging
+import re
 import threading
 import time
 from typing import Callable
@@ -47,6 +48,36 @@ class LoginClientAddress:
                 _client_address.reset(token)
             return
         await self.app(scope, receive, send)
+
+
+class SameSiteLoginCookies:
+    """Pure ASGI middleware: the login's cookies are ``SameSite=Lax``.
+
+    Gradio sets two login cookies, one of them ``SameSite=None; Secure`` (for a Space shown in a
+    frame of huggingface.co). Behind an https proxy browsers that allow third-party cookies then
+    sent the login with requests from any site: a frame of the app in a page elsewhere, and loads
+    that carry no ``Origin`` (``<audio src=".../file=...">``), which the Origin check cannot see
+    (helper-105). ``Lax`` is sent on the app's own requests and on a link followed to it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not scope.get("path", "").rstrip("/").endswith("/login"):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_lax(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [
+                    (name, _SAMESITE_NONE.sub(b"SameSite=lax", value) if name.lower() == b"set-cookie" else value)
+                    for name, value in message.get("headers") or ()]}
+            await send(message)
+
+        await self.app(scope, receive, send_lax)
+
+
+_SAMESITE_NONE = re.compile(rb"SameSite=none", re.IGNORECASE)
 
 
 class LogoutThisSessionOnly:

@@ -80,8 +80,8 @@ class RequestSizeLimit:
         await self.app(scope, receive, send)
 
 
-ONE_FILE = ("An upload request carries one file; this one had more. Send one file per request, as the page and "
-            "gradio_client do.")
+ONE_FILE = ("An upload request carries one file and nothing else; this one had more parts. Send one file per "
+            "request, as the page and gradio_client do.")
 
 
 def _first_header(scope, name: bytes) -> bytes:
