@@ -485,7 +485,12 @@ def test_an_upload_part_that_is_not_a_file_is_a_400_and_unused_parts_leave_no_fi
         body, headers = _multipart(('name="files"; filename="../.."', wav))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 400 and "is not a file name" in r.text, (r.status_code, r.text)
+        # A file under another name beside the real one: an upload request carries one file and
+        # nothing else (helper-102), so it is cut off at the second part, and neither is kept.
         body, headers = _multipart(('name="other"; filename="a.wav"', wav), ('name="files"; filename="b.wav"', wav))
+        r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
+        assert r.status_code == 400 and "carries one file and nothing else" in r.text, (r.status_code, r.text)
+        body, headers = _multipart(('name="files"; filename="b.wav"', wav))
         r = http.post(app.url + "gradio_api/upload", content=body, headers=headers)
         assert r.status_code == 200 and len(r.json()) == 1 and r.json()[0].endswith("b.wav"), r.text
     time.sleep(1.0)  # Gradio moves the used file into its hashed folder in a background task
