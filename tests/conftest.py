@@ -76,8 +76,11 @@ def manifest() -> list[dict]:
 
 
 def free_port() -> int:
+    """A port free on every address: one free on 127.0.0.1 alone was held on this machine's network
+    address by a client socket of an earlier test (thousands of connections from it), and an app
+    on --host 0.0.0.0 could not listen there (final CI of the twentieth session)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("", 0))
         return s.getsockname()[1]
 
 
