@@ -49,26 +49,23 @@ class FileLinks:
                 # traceback, before any login check (helper-60).
                 await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
-            # Also only for a logged-in caller under --auth: others get Gradio's 401, as for any file.
-            if at >= 0 and self._not_made_here(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
-                await answer_json(send, 404, "This app serves only its own uploads and results from its temporary "
-                                             "folder; that path is neither.")
-                return
-            if at >= 0 and self._expired(raw[at + len(_FILE_ROUTE):]) and await logged_in(self.app, scope, raw[at:]):
-                await answer_json(send, 404, f"This file is not on the server (any more): uploads and results "
-                                             f"are kept for {upload_ttl_text()} (--temp-file-ttl). Generate the "
-                                             f"result again, or upload the prompt again.")
+            inside = self._inside(raw[at + len(_FILE_ROUTE):]) if at >= 0 else None
+            refusal = None
+            if inside is not None and not _MADE_HERE.fullmatch(inside):
+                refusal = "This app serves only its own uploads and results from its temporary folder; that path is neither."
+            elif inside is not None and not os.path.exists(os.path.join(self.folder, inside)):
+                refusal = (f"This file is not on the server (any more): uploads and results are kept for "
+                           f"{upload_ttl_text()} (--temp-file-ttl). Generate the result again, or upload the prompt again.")
+            # Both only for a logged-in caller under --auth: others get Gradio's 401, as for any file.
+            if refusal is not None and await logged_in(self.app, scope, raw[at:]):
+                await answer_json(send, 404, refusal)
                 return
         await self.app(scope, receive, send)
 
-    def _expired(self, path: str) -> bool:
+    def _inside(self, path: str) -> str | None:
+        """``path`` (resolved) relative to the temporary folder when it lies inside it, else None
+        (a relative path, or one elsewhere: Gradio's own checks answer those)."""
         if not os.path.isabs(path):
-            return False
+            return None
         real = os.path.realpath(path)
-        return real.startswith(self.folder + os.sep) and not os.path.exists(real)
-
-    def _not_made_here(self, path: str) -> bool:
-        if not os.path.isabs(path):
-            return False
-        real = os.path.realpath(path)
-        return real.startswith(self.folder + os.sep) and not _MADE_HERE.fullmatch(real[len(self.folder) + 1:])
+        return real[len(self.folder) + 1:] if real.startswith(self.folder + os.sep) else None
