@@ -186,6 +186,11 @@ def test_a_page_from_another_origin_cannot_act_as_the_logged_in_visitor(tmp_path
             preflight = httpx.options(app.url + "gradio_api/call/restart",
                                       headers={**headers, "Access-Control-Request-Method": "POST"})
             assert preflight.status_code == 403, (origin, preflight.text)
+        # Two Origins: the guard judged the last, Starlette (so Gradio) reads the first; every guard
+        # now reads a header's first value.
+        two = [("Origin", "http://evil.example"), ("Origin", f"http://127.0.0.1:{app.port}")]
+        r = httpx.post(app.url + "gradio_api/call/restart", headers=two, **call)
+        assert r.status_code == 403 and "evil.example" in r.json()["detail"], r.text
         # The app's own page, a script with no Origin, and a page from the proxy's name.
         for headers in ({"Origin": f"http://127.0.0.1:{app.port}"}, {"Origin": f"http://localhost:{app.port}",
                         "Host": f"localhost:{app.port}"}, {},
@@ -308,6 +313,8 @@ def test_one_visitors_logout_leaves_the_others_logged_in(tmp_path, monkeypatch):
         # visitor out with a plain GET, which carries no Origin (helper-97).
         for site in ("same-site", "cross-site"):
             assert one.get(app.url + "logout", headers={"Sec-Fetch-Site": site}).status_code == 403
+        two = [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Site", "same-origin")]  # the first counts
+        assert one.get(app.url + "logout", headers=two).status_code == 403
         assert one.get(app.url + "config").status_code == 200, "a page elsewhere logged the visitor out"
         assert one.get(app.url + "logout", headers={"Sec-Fetch-Site": "same-origin"}).status_code == 302
         assert one.get(app.url + "config").status_code == 401, "the visitor who logged out is out"

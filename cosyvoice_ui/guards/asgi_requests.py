@@ -15,6 +15,18 @@ QUEUE_DATA = "/gradio_api/queue/data"  # ?session_hash=...: a session's messages
 _REST_RESULT = re.compile(r"^/gradio_api/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")  # a REST call's result
 
 
+def first_header(scope, name: bytes, default: bytes = b"") -> bytes:
+    """A request header's first value, as Starlette's ``request.headers[name]`` (and so Gradio)
+    reads it; ``default`` when it is absent. Every guard reads headers here: ``dict(headers)`` took
+    the last of two, so a guard could judge a value other than the one Gradio then used.
+
+    Args:
+        scope: an ASGI scope (``http`` or ``websocket``).
+        name: the header's name in lower case, e.g. ``b"origin"``.
+    """
+    return next((v for k, v in scope.get("headers") or () if k.lower() == name), default)
+
+
 async def answer_json(send, status: int, detail: str, *, close: bool = False,
                       headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     """Send a whole HTTP response ``{"detail": detail}`` (FastAPI's shape for an HTTPException, so

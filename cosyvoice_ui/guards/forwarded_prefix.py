@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from .asgi_requests import first_header
+
 _PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~\-][A-Za-z0-9._~\-]*)+")
 
 
@@ -77,9 +79,8 @@ def location_under_prefix(location: str, prefix: str, scope) -> str:
     """
     parts = urlsplit(location)
     if parts.netloc:
-        headers = dict(scope.get("headers") or ())
-        own = {headers.get(b"host", b"").decode("latin-1"),
-               headers.get(b"x-forwarded-host", b"").decode("latin-1").split(",")[0].strip()}
+        own = {first_header(scope, b"host").decode("latin-1"),
+               first_header(scope, b"x-forwarded-host").decode("latin-1").split(",")[0].strip()}
         if parts.netloc not in own:
             return location
     path = parts.path

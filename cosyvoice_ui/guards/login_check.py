@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from ..log_throttle import flush_later
-from .asgi_requests import answer_json
+from .asgi_requests import answer_json, first_header
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class LogoutThisSessionOnly:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope.get("path", "").rstrip("/").endswith("/logout"):
-            site = dict(scope.get("headers") or ()).get(b"sec-fetch-site", b"").lower()
+            site = first_header(scope, b"sec-fetch-site").lower()
             if site in (b"same-site", b"cross-site"):
                 await answer_json(send, 403, "A logout is taken only from this app's own page (or typed in the "
                                              "address bar): this one came from a page at another address.")

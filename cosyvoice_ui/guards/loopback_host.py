@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from .asgi_requests import refuse
+from .asgi_requests import first_header, refuse
 
 LOOPBACK_NAMES = ("localhost",)
 # A name or an IPv6 address in brackets, then a port: "localhost:1@evil.example" was read as
@@ -58,7 +58,7 @@ class LoopbackHostOnly:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
-            header = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
+            header = first_header(scope, b"host").decode("latin-1")
             name = _host_name(header).lower().removesuffix(".")  # "localhost." is the same name, fully qualified
             if not _HOST_HEADER.fullmatch(header) or not (is_loopback(name) or name in self.allowed):
                 await self._refuse(scope, send, header)

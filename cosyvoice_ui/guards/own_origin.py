@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from .asgi_requests import refuse
+from .asgi_requests import first_header, refuse
 
 
 def _authority(text: str) -> tuple[str, int | None] | None:
@@ -48,19 +48,18 @@ class OwnOriginOnly:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
-            headers = dict(scope.get("headers") or ())
-            origin = headers.get(b"origin")
-            if origin is not None and not self._own(origin.decode("latin-1"), headers):
+            origin = first_header(scope, b"origin", None)
+            if origin is not None and not self._own(origin.decode("latin-1"), scope):
                 await self._refuse(scope, send, origin.decode("latin-1"))
                 return
         await self.app(scope, receive, send)
 
-    def _own(self, origin: str, headers: dict) -> bool:
+    def _own(self, origin: str, scope) -> bool:
         sender = _authority(origin) if origin.lower().startswith(("http://", "https://")) else None
         if sender is None:
             return False
-        own = [headers.get(b"host", b"").decode("latin-1")]
-        own += [h.strip() for h in headers.get(b"x-forwarded-host", b"").decode("latin-1").split(",")[:1]]
+        own = [first_header(scope, b"host").decode("latin-1")]
+        own += [h.strip() for h in first_header(scope, b"x-forwarded-host").decode("latin-1").split(",")[:1]]
         return any(_authority(h) == sender for h in own if h)
 
     async def _refuse(self, scope, send, origin: str) -> None:

@@ -19,7 +19,7 @@ arrives (by its multipart boundary); at the second file the request is cut off a
 from __future__ import annotations
 
 from ..inputs.text import RAW_TEXT_FACTOR
-from .asgi_requests import answer_json
+from .asgi_requests import answer_json, first_header
 
 _UPLOAD = "/gradio_api/upload"
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024  # part headers and boundaries around the one file
@@ -46,8 +46,8 @@ class RequestSizeLimit:
         self.max_body_bytes = JSON_ALLOWANCE_BYTES + JSON_BYTES_PER_TEXT_CHAR * int(max_text_chars)
 
     async def __call__(self, scope, receive, send) -> None:
-        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
-        if b"transfer-encoding" in headers and b"content-length" in headers:
+        names = {k.lower() for k, _ in scope.get("headers") or ()} if scope["type"] == "http" else set()
+        if b"transfer-encoding" in names and b"content-length" in names:
             # Both: the server reads the chunked body and the length bounded nothing. "Content-Length:
             # 2" and a chunked body of 300 MB was parsed (2.96 GB of RSS), and an upload of 97 MB
             # passed the 20 MiB total and --temp-reserve-mb (helper-66). RFC 9112, 6.1: a server may
@@ -55,10 +55,10 @@ class RequestSizeLimit:
             await _refuse(send, 400, "A request cannot have both Content-Length and Transfer-Encoding: the body's "
                                      "length would be ambiguous. Send it with Content-Length only.")
             return
-        if scope["type"] == "http" and (scope["method"] == "POST" or b"transfer-encoding" in headers):
+        if scope["type"] == "http" and (scope["method"] == "POST" or b"transfer-encoding" in names):
             # Ends with: behind a proxy's prefix the path is /tts/gradio_api/upload (forwarded_prefix.py).
             upload = scope.get("path", "").rstrip("/").endswith(_UPLOAD)
-            declared = headers.get(b"content-length", b"")
+            declared = first_header(scope, b"content-length")
             if not declared.strip().isdigit():
                 await _refuse(send, 411, "A request body must declare its Content-Length (a chunked body cannot be "
                                          "bounded before it is read); send it as an ordinary request.")
@@ -84,11 +84,6 @@ ONE_FILE = ("An upload request carries one file and nothing else; this one had m
             "request, as the page and gradio_client do.")
 
 
-def _first_header(scope, name: bytes) -> bytes:
-    """A header's first value, as Starlette (and so Gradio's upload parser) reads it."""
-    return next((v for k, v in scope.get("headers") or () if k.lower() == name), b"")
-
-
 async def _one_file_per_upload(app, scope, receive, send) -> None:
     """Pass an upload to ``app``, counting its multipart delimiters as the body arrives; a third
     (a second file) ends the body for ``app`` (a client disconnect) and the request is answered
@@ -101,7 +96,7 @@ async def _one_file_per_upload(app, scope, receive, send) -> None:
     body's start counts as a CRLF): a bare LF, or the boundary's text inside a file, is none."""
     from python_multipart.multipart import parse_options_header
 
-    _, options = parse_options_header(_first_header(scope, b"content-type"))
+    _, options = parse_options_header(first_header(scope, b"content-type"))
     boundary = options.get(b"boundary")
     if not boundary:  # Gradio refuses it itself
         await app(scope, receive, send)

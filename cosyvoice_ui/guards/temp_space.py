@@ -17,7 +17,7 @@ import threading
 import time
 
 from ..log_throttle import OncePerMinute
-from .asgi_requests import answer_json, logged_in
+from .asgi_requests import answer_json, first_header, logged_in
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class UploadSpace:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope.get("path", "").rstrip("/").endswith(_UPLOAD):
-            declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+            declared = first_header(scope, b"content-length", b"0")
             declared_bytes = int(declared) if declared.strip().isdigit() else 0
             message = self.space.problem(declared_bytes)
             # Under --auth, only a logged-in caller learns the disk's figures; others get Gradio's 401.
