@@ -592,6 +592,22 @@ def test_a_wav_header_whose_sample_size_does_not_fit_its_frames_is_refused(tmp_p
         load_prompt_audio(str(path))
 
 
+@pytest.mark.parametrize("offset, value, size, message", [
+    (22, 65535, 2, "its header declares 65535 channels, where a recording has 1 or 2"),
+    (22, 0, 2, "its header declares 0 channels"),
+    (24, 4_000_000_000, 4, "its header declares a sample rate of 4000000000 Hz, which no recorder uses")])
+def test_a_wav_header_with_an_impossible_field_names_it(offset, value, size, message, tmp_path):
+    """A WAV header claiming 65535 channels or a 4 GHz rate got the generic "could not be decoded"
+    (libsndfile: "Too many channels specified", "SF_INFO struct incomplete"; helper-105)."""
+    data = bytearray((PROMPTS_DIR / "xtts_male.wav").read_bytes())
+    assert data[12:16] == b"fmt " and data[22:24] == (1).to_bytes(2, "little")  # mono PCM, fmt chunk first
+    data[offset:offset + size] = value.to_bytes(size, "little")
+    path = tmp_path / "damaged.wav"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=f"damaged: {message}"):
+        load_prompt_audio(str(path))
+
+
 def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):
     """xtts_male.wav at -53 dBFS (sample peak) was refused as "silent (its loudest moment is below
     -60 dBFS)" while a level meter showed speech: the figure is a 20 ms RMS level (helper-64)."""

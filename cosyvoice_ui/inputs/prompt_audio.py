@@ -42,6 +42,7 @@ MAX_DECODE_S = 120.0
 # copies took the web process 2 GB higher per upload (thirty-second newcomer session).
 MAX_DECODE_SAMPLES = int(MAX_DECODE_S * 48_000 * 2)
 MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
+MAX_WAV_CHANNELS = 1024  # libsndfile's SF_MAX_CHANNELS
 # torchaudio's sinc resampler builds a kernel of size (from/gcd) x (to/gcd); for a rate sharing no
 # factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
@@ -154,6 +155,9 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
         raise
     except Exception as e:
         errors.append(f"PyAV: {e}")
+    if problem := _wav_header_problem(path):
+        raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
+                         "or FLAC.")
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
     detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
@@ -227,7 +231,14 @@ def _wav_header_problem(path: str) -> str | None:
     while at + 8 <= len(head):
         kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
         if kind == b"fmt " and at + 24 <= len(head):
-            tag, channels, _, _, block_align, bits = struct.unpack(order + "HHIIHH", head[at + 8:at + 24])
+            tag, channels, rate, _, block_align, bits = struct.unpack(order + "HHIIHH", head[at + 8:at + 24])
+            # Neither libsndfile ("Too many channels specified", "SF_INFO struct incomplete") nor
+            # FFmpeg names the field; the file got the generic "could not be decoded" (helper-105).
+            if not 0 < channels <= MAX_WAV_CHANNELS:
+                return (f"its header declares {channels} channels, where a recording has 1 or 2 (at most "
+                        f"{MAX_WAV_CHANNELS} can be read)")
+            if not 0 < rate <= MAX_SOURCE_SAMPLE_RATE_HZ:
+                return f"its header declares a sample rate of {rate} Hz, which no recorder uses"
             if tag in (1, 0xFFFE) and channels and bits and block_align != channels * ((bits + 7) // 8):
                 return (f"its header declares {bits} bits per sample in frames of {block_align} byte(s) for "
                         f"{channels} channel(s), which do not fit together")
