@@ -227,6 +227,11 @@ def _synthesize_with_oom_retry(engine, request, send_chunk, progress, memory, ab
     return summary, len(smaller.segments), [note]
 
 
+# The signals a terminal, a process manager or a closed session send the whole process group;
+# the supervisor alone ends the worker.
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
 def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_interval_s: float,
                 engine_options: dict | None = None, empty_cache_after_request: bool = False,
                 scratch_dir: str | None = None) -> None:
@@ -255,8 +260,9 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     # SIGHUP from a closed terminal reach the worker too; the supervisor decides when it stops, so
     # the running request can finish during a drain. The supervisor ends it with a Shutdown
     # message or SIGKILL, and a closed pipe (web process gone) ends it as well.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by the supervisor while this process started
     pid = os.getpid()
     send_lock = threading.Lock()
     busy: list[str | None] = [None]

@@ -25,10 +25,12 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
 import uuid
+from multiprocessing import resource_tracker
 from typing import Callable
 
 import numpy as np
@@ -42,7 +44,7 @@ from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
 from ..temp_files import remove_folders_of_gone_processes
 from . import protocol as msg
-from .process import worker_main
+from .process import STOP_SIGNALS, worker_main
 
 log = logging.getLogger(__name__)
 
@@ -665,7 +667,19 @@ class Supervisor:
             kwargs={"engine_options": self.engine_options,
                     "empty_cache_after_request": self.empty_cache_after_request, "scratch_dir": scratch},
         )
-        process.start()
+        # Ctrl-C and SIGTERM reach the whole process group. Until worker_main ignores them, the new
+        # Python (the spawn bootstrap importing modules) died of them: a KeyboardInterrupt
+        # traceback, or exit -2 and a load retry (helper-102). A signal mask is inherited across
+        # fork and exec: blocked in this thread while the child starts, they stay pending in it
+        # until worker_main has them ignored and unblocks them; here they are delivered at once.
+        # The resource tracker is started first: starting it (in the first start()) unblocks
+        # SIGINT and SIGTERM in this thread whatever they were before.
+        resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child_conn.close()
         w = _Worker(process=process, conn=parent_conn, started_at=time.monotonic(), scratch=scratch)
         log.info("worker started: pid %s (engine %s, device %s)", process.pid, self.engine, self.device)
