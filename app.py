@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         request_timeout_s=settings.request_timeout_s, restart_grace_s=settings.restart_grace_s,
         start_timeout_s=settings.worker_start_timeout_s, heartbeat_interval_s=settings.heartbeat_interval_s,
         ledger=Ledger(path=settings.ledger), idle_unload_after_s=settings.idle_unload_after_s,
+        retry_failed_load_after_s=settings.retry_failed_load_after_s,
         leak_watchdog=LeakWatchdog(settings.leak_threshold_fraction, int(settings.leak_threshold_mb * 2**20),
                                    settings.leak_window),
         restart_on_leak=settings.restart_on_leak, engine_options=settings.engine_options,

@@ -47,6 +47,7 @@ class Settings:
     gpu_log_max_mb: float = 100.0  # rotated at this size; one older file (PATH.1) is kept
     ledger: str | None = None
     idle_unload_after_s: float | None = None
+    retry_failed_load_after_s: float | None = None  # off: a failed load waits for Restart
     leak_threshold_mb: float = 200.0
     leak_threshold_fraction: float = 0.05
     leak_window: int = 10
@@ -191,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_env("idle_unload_after", d.idle_unload_after_s, check=_seconds_or_off),
                    help="end the worker after this many seconds without requests (frees the GPU); off (or 0) keeps "
                         "the model loaded (default)")
+    p.add_argument("--retry-failed-load-after", dest="retry_failed_load_after_s", type=_seconds_or_off,
+                   default=_env("retry_failed_load_after", d.retry_failed_load_after_s, check=_seconds_or_off),
+                   help="when the model could not be loaded (3 tries), try again after this many seconds, and again "
+                        "after each failure (an unattended page heals once the GPU memory is back); off (default) "
+                        "waits for Restart")
     p.add_argument("--leak-threshold-mb", type=_finite_float, default=_env("leak_threshold_mb", d.leak_threshold_mb, check=_finite_float),
                    help="leak watchdog: growth of after-request memory over the baseline that counts as a leak "
                         "(the larger of this and --leak-threshold-fraction of the baseline)")
@@ -464,6 +470,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     if values["idle_unload_after_s"] is not None and values["idle_unload_after_s"] < 0:
         parser.error(f"--idle-unload-after must be a positive number of seconds, or off (or 0) to keep the model "
                      f"loaded; got {values['idle_unload_after_s']:g}")
+    if values["retry_failed_load_after_s"] is not None and values["retry_failed_load_after_s"] < 0:
+        parser.error(f"--retry-failed-load-after must be a positive number of seconds, or off (or 0) to wait for "
+                     f"Restart; got {values['retry_failed_load_after_s']:g}")
     _check_upper_limits(parser, values)
     _warn_about_segments(values["max_segment_chars"], values["max_text_chars"], from_env)
     _warn_about_self_defeating_limits(values, from_env)
@@ -611,7 +620,8 @@ def seconds_text(value: float) -> str:
 # decoded prompt audio in the web process.
 _MAX_DURATION_S = 30 * 86400
 _DURATIONS = ("request_timeout_s", "restart_grace_s", "restart_cooldown_s", "worker_start_timeout_s",
-              "monitor_interval_s", "idle_unload_after_s", "temp_file_ttl_s", "read_timeout_s")
+              "monitor_interval_s", "idle_unload_after_s", "retry_failed_load_after_s", "temp_file_ttl_s",
+              "read_timeout_s")
 _MIN_MONITOR_INTERVAL_S = 0.1
 _SMALL_GPU_LOG_MB = 1  # about 2.6 hours per file at one sample a second
 _GPU_LOG_LINE_BYTES = 111  # one sample, one GPU (format_dmon_line measured on this machine)
@@ -647,6 +657,7 @@ _TINY_LEAK_FRACTION = 0.005
 _LARGE_MEMORY_RESERVE = 0.9
 _SHORT_TEMP_FILE_TTL_S = 60.0
 _SHORT_IDLE_UNLOAD_S = 30.0
+_SHORT_LOAD_RETRY_S = 60.0
 
 
 def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) -> None:
@@ -685,6 +696,12 @@ def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) ->
         _warn(f"--idle-unload-after {seconds_text(values['idle_unload_after_s'])} s: the model is unloaded "
               "between requests this far apart, and the next one waits for it to load again. Use "
               f"{_SHORT_IDLE_UNLOAD_S:g} s or more unless the device is needed for other work.", from_env)
+
+    retry = values["retry_failed_load_after_s"]
+    if retry is not None and retry < _SHORT_LOAD_RETRY_S:
+        _warn(f"--retry-failed-load-after {seconds_text(retry)} s: a model that cannot load (missing weights, too "
+              "little memory) is loaded again this often, three tries each time. Use "
+              f"{_SHORT_LOAD_RETRY_S:g} s or more.", from_env)
 
 
 def _warn_about_engine_flags(values: dict, from_env: dict[str, str]) -> None:

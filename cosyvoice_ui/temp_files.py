@@ -94,14 +94,9 @@ _upload_ttl_s: float | None = None  # set by start_upload_sweeper: the running a
 def upload_ttl_text() -> str:
     """How long this app keeps uploads, for a user's message: "60 s", "1 hour", "2.5 hours";
     "a limited time" before :func:`start_upload_sweeper` ran."""
-    ttl = _upload_ttl_s
-    if ttl is None:
-        return "a limited time"
-    if ttl < 120:
-        return f"{ttl:g} s"
-    if ttl < 7200:
-        return "1 hour" if ttl == 3600 else f"{ttl / 60:.0f} minutes"
-    return f"{ttl / 3600:.3g} hours"
+    from .duration_text import duration_text
+
+    return "a limited time" if _upload_ttl_s is None else duration_text(_upload_ttl_s)
 
 
 def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:

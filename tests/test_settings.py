@@ -53,6 +53,8 @@ from .conftest import ROOT, free_port
     (["--restart-cooldown", "1e300"], "--restart-cooldown 1e+300 s is longer than"),
     (["--idle-unload-after", "1e300"], "--idle-unload-after 1e+300 s is longer than"),
     (["--idle-unload-after", "-5"], "--idle-unload-after must be a positive number of seconds, or off"),
+    (["--retry-failed-load-after", "-5"], "--retry-failed-load-after must be a positive number of seconds"),
+    (["--retry-failed-load-after", "1e300"], "--retry-failed-load-after 1e+300 s is longer than"),
     (["--idle-unload-after", "soon"], "'soon' is not a number; give seconds, or off"),
     (["--ledger", ""], "--ledger: empty; give a file path, or off"),
     (["--gpu-log", " "], "--gpu-log: empty; give a file path, or off"),
@@ -135,6 +137,7 @@ def test_the_flag_wins_and_is_named_over_the_variable(monkeypatch, capsys):
     ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "0"], "ledger"),
     ("COSYVOICE_UI_LEDGER", "{tmp}/ledger.jsonl", ["--ledger", "false"], "ledger"),
     ("COSYVOICE_UI_IDLE_UNLOAD_AFTER", "600", ["--idle-unload-after", "no"], "idle_unload_after_s"),
+    ("COSYVOICE_UI_RETRY_FAILED_LOAD_AFTER", "300", ["--retry-failed-load-after", "off"], "retry_failed_load_after_s"),
 ])
 def test_a_flag_turns_off_what_a_variable_turned_on(variable, value, argv, name, tmp_path, monkeypatch, capsys):
     """A service file's variable could not be undone for one run: ``--idle-unload-after off`` was
@@ -226,6 +229,7 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
     (["--memory-reserve", "0.999"], "most requests will be refused"),
     (["--temp-file-ttl", "1"], "a page played (or a result downloaded) a little later finds them gone"),
     (["--idle-unload-after", "1"], "the next one waits for it to load again"),
+    (["--retry-failed-load-after", "5"], "is loaded again this often, three tries each time"),
     (["--max-per-client", "20"], "--max-per-client 20 is more than --max-queue 16: one client can then take every place"),
     (["--gpu-log-max-mb", "5"], "--gpu-log-max-mb 5 has no effect without --gpu-log PATH"),
     (["--gpu-log", "{tmp}/gpu.log", "--gpu-log-max-mb", "0.01"], "each GPU log file holds about 1.6 minutes"),
@@ -241,6 +245,7 @@ def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys, 
     assert fragment in capsys.readouterr().err
     sensible = {"--leak-threshold-mb": [*argv, "--no-restart-on-leak"], "--memory-reserve": ["--memory-reserve", "0.9"],
                 "--temp-file-ttl": ["--temp-file-ttl", "60"], "--idle-unload-after": ["--idle-unload-after", "30"],
+                "--retry-failed-load-after": ["--retry-failed-load-after", "60"],
                 "--request-timeout": ["--request-timeout", "5"], "--max-per-client": ["--max-per-client", "16"], "--gpu-log-max-mb": ["--gpu-log-max-mb", "100"],
                 "--gpu-log": [*argv[:2], "--gpu-log-max-mb", "1"]}[argv[0]]
     parse_settings(sensible)

@@ -354,6 +354,39 @@ def test_a_restart_after_failed_loads_does_not_report_the_dead_workers_memory(tm
         assert "Worker RSS before" not in text and "the old worker had already ended" in text, text
 
 
+def test_a_failed_load_is_tried_again_with_retry_failed_load_after(tmp_path, monkeypatch):
+    """After a failed load the app stayed ``failed`` until someone pressed Restart: an unattended
+    page whose GPU memory another job held for a while never came back (noticed since helper-97).
+    With ``retry_failed_load_after_s`` (``--retry-failed-load-after``) it loads again by itself,
+    after each failure, and a request meanwhile is told when."""
+    (tmp_path / "fail_load").write_text("")
+    with _supervisor(tmp_path, monkeypatch, ready=False, retry_failed_load_after_s=2) as sup:
+        assert _wait_until(lambda: sup.status()["state"] == "failed", 60), sup.status()
+        first = sup.worker_pid
+        assert 0 < sup.status()["next_load_retry_s"] <= 2, sup.status()
+        from cosyvoice_ui.ui.formatting import status_markdown
+
+        panel = status_markdown(sup.status(), None, None)
+        assert "The model is loaded again in" in panel and "or at once with Restart" in panel, panel
+        with pytest.raises(SynthesisFailed, match=r"press Restart .* loads it again by itself in [0-9.]+ s "
+                                                  r"\(--retry-failed-load-after\)"):
+            sup.submit(SynthesisRequest(text="while failed")).result(30)
+        # Still failing: tried again (a new worker), failed again.
+        assert _wait_until(lambda: sup.worker_pid != first and sup.status()["state"] == "failed", 30), sup.status()
+        (tmp_path / "fail_load").unlink()
+        assert _wait_until(lambda: sup.status()["state"] == "ready", 30), sup.status()
+        assert sup.status()["next_load_retry_s"] is None and sup.status()["last_error"] is None
+        output, _ = sup.submit(SynthesisRequest(text="after the retry")).result(30)
+        assert output.audio.size > 0
+    (tmp_path / "fail_load").write_text("")
+    with _supervisor(tmp_path, monkeypatch, ready=False) as sup:  # off (the default): only Restart loads again
+        assert _wait_until(lambda: sup.status()["state"] == "failed", 60), sup.status()
+        first = sup.worker_pid
+        time.sleep(3)
+        assert sup.status()["state"] == "failed" and sup.worker_pid == first and \
+            sup.status()["next_load_retry_s"] is None, sup.status()
+
+
 def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
     """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
     with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:

@@ -7,6 +7,7 @@ import time
 
 import pandas as pd
 
+from ..duration_text import duration_text
 from ..monitor.sampler import Sample
 
 MIB = 2**20
@@ -121,6 +122,9 @@ def status_markdown(status: dict, sample: Sample | None, nvml_error: str | None)
                      "not saved to it (see the log).")
     if status.get("last_error") and status["state"] not in ("ready", "busy"):
         lines.append(f"**Last error:** {status['last_error']}")
+    if status.get("next_load_retry_s") is not None:
+        lines.append(f"The model is loaded again in {duration_text(status['next_load_retry_s'])} "
+                     "(--retry-failed-load-after), or at once with Restart.")
     return "  \n".join(lines)
 
 

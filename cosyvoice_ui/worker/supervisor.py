@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 import psutil
 
+from ..duration_text import duration_text
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..engines.long_text import SegmentJoiner
 from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed, UnusablePromptAudio
@@ -139,6 +140,8 @@ class Supervisor:
         ledger: where every finished request leaves a record (a new in-memory one by default).
         idle_unload_after_s: end the worker after this long without requests (``None``: never);
             the next request starts a new one.
+        retry_failed_load_after_s: in the ``failed`` state (a load failed 3 times), load again this
+            long after the failure, and again after each failure (``None``: only Restart does).
         leak_watchdog: judges after-request memory (default thresholds when ``None``).
         restart_on_leak: replace a leaking worker between requests (never during one).
         engine_options: keyword arguments of the engine class (``--model-dir`` etc. for CosyVoice).
@@ -149,6 +152,7 @@ class Supervisor:
                  max_queue: int = 16, request_timeout_s: float = 120.0, restart_grace_s: float = 30.0,
                  start_timeout_s: float = 180.0, heartbeat_interval_s: float = 0.5,
                  ledger: Ledger | None = None, idle_unload_after_s: float | None = None,
+                 retry_failed_load_after_s: float | None = None,
                  leak_watchdog: LeakWatchdog | None = None, restart_on_leak: bool = True,
                  engine_options: dict | None = None, empty_cache_after_request: bool = False) -> None:
         self.engine = engine
@@ -168,6 +172,8 @@ class Supervisor:
         self.heartbeat_interval_s = heartbeat_interval_s
         self.ledger = ledger if ledger is not None else Ledger()
         self.idle_unload_after_s = idle_unload_after_s
+        self.retry_failed_load_after_s = retry_failed_load_after_s
+        self._failed_at: float | None = None  # when the last load failed for good (the failed state)
         self._last_activity = time.monotonic()
         self._cache_waiters: list[concurrent.futures.Future] = []
         self.leak_watchdog = leak_watchdog or LeakWatchdog()
@@ -407,6 +413,8 @@ class Supervisor:
                 "heartbeat_age_s": round(hb_age, 2) if hb_age is not None else None,
                 "memory": dataclasses.asdict(memory) if memory else None,
                 "last_error": self._last_error,
+                "next_load_retry_s": (round(retry, 1) if (retry := self._next_load_retry_s_unlocked()) is not None
+                                      else None),
                 "last_restart": report_to_dict(last) if last else None,
                 "leak": ({**dataclasses.asdict(self._leak), "message": self._leak.describe()}
                          if self._leak else None),
@@ -453,6 +461,7 @@ class Supervisor:
                 with self._lock:
                     while (not self._pending and not self._restart_waiters and not self._cache_waiters
                            and not self._stopping and not self._idle_expired_unlocked()
+                           and not self._load_retry_due_unlocked()
                            and (self._worker_alive_unlocked() or self._state in (FAILED, UNLOADED))):
                         self._wake.wait(timeout=_POLL_S)
                         self._pump_unlocked_safe()
@@ -460,6 +469,7 @@ class Supervisor:
                     restart = bool(self._restart_waiters)
                     free_cache = bool(self._cache_waiters)
                     unload = self._idle_expired_unlocked()
+                    retry_load = self._load_retry_due_unlocked()
                     reload = self._state == UNLOADED and bool(self._pending)
                     job = self._pending.popleft() if (self._pending and not stopping and not restart
                                                       and not free_cache and self._state == READY) else None
@@ -477,6 +487,11 @@ class Supervisor:
                     continue
                 if reload:
                     log.info("a request arrived while unloaded: loading the model again")
+                    self._reload()
+                    continue
+                if retry_load:
+                    log.info("loading the model again: it could not be loaded %s ago (--retry-failed-load-after)",
+                             duration_text(self.retry_failed_load_after_s))
                     self._reload()
                     continue
                 if not self._worker_alive():
@@ -566,6 +581,16 @@ class Supervisor:
     def _idle_expired_unlocked(self) -> bool:
         return (self.idle_unload_after_s is not None and self._state == READY and not self._pending
                 and time.monotonic() - self._last_activity > self.idle_unload_after_s)
+
+    def _load_retry_due_unlocked(self) -> bool:
+        return (self.retry_failed_load_after_s is not None and self._state == FAILED and self._failed_at is not None
+                and not self._stopping and time.monotonic() - self._failed_at >= self.retry_failed_load_after_s)
+
+    def _next_load_retry_s_unlocked(self) -> float | None:
+        """Seconds until the failed state's next load (:meth:`_load_retry_due_unlocked`), or ``None``."""
+        if self.retry_failed_load_after_s is None or self._state != FAILED or self._failed_at is None:
+            return None
+        return max(0.0, self._failed_at + self.retry_failed_load_after_s - time.monotonic())
 
     def _unload(self) -> None:
         with self._lock:
@@ -717,6 +742,7 @@ class Supervisor:
                     if isinstance(m, msg.LoadFailed):
                         with self._lock:
                             self._state = FAILED
+                            self._failed_at = time.monotonic()
                             self._last_error = f"The model could not be loaded: {m.error}"
                         log.error("worker %s failed to load: %s", w.process.pid, m.error)
                         w.process.join(5)
@@ -743,6 +769,7 @@ class Supervisor:
             time.sleep(min(2.0 * (attempt + 1), 5.0))
         with self._lock:
             self._state = FAILED
+            self._failed_at = time.monotonic()
         return False
 
     def _kill(self, w: _Worker | None) -> None:
@@ -1080,9 +1107,12 @@ class Supervisor:
             jobs = list(self._pending)
             self._pending.clear()
             error = (self._last_error or "The model could not be loaded.").rstrip(".") + "."
+            retry_s = self._next_load_retry_s_unlocked()
+        then = ("" if retry_s is None else
+                f" The app loads it again by itself in {duration_text(retry_s)} (--retry-failed-load-after).")
         for j in jobs:
             self._record(j, "failed:load", error=error)
-            _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log)."))
+            _fail(j, SynthesisFailed(f"{error} Fix the cause and press Restart (see the server log).{then}"))
 
     def _turn_away_pending(self) -> None:
         with self._lock:
