@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards.component_server import KnownServerFunctions
-from .guards import failed_uploads
+from .guards import evicted_sessions, failed_uploads
 from .guards.file_links import FileLinks
 from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
@@ -164,6 +164,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     atomic_audio_cache.install()  # identical results share one file in Gradio's cache
     forwarded_prefix.install()  # result links behind a proxy's prefix keep it
     failed_uploads.install()  # an upload that fails midway leaves no partial file
+    evicted_sessions.install()  # unread REST calls are forgotten first; a forgotten session does not stop the queue
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
     browser_only_events.update(i for i, fn in demo.fns.items() if fn.fn is None)

@@ -113,3 +113,57 @@ def test_frozen_worker_is_replaced_busy_or_idle(tmp_path, monkeypatch):
         assert "out-of-memory" not in app.log_path.read_text()
     finally:
         app.stop()
+
+
+def _unread_rest_calls(port: int, total: int, at_once: int) -> dict[str, int]:
+    """``total`` ``POST /gradio_api/call/status`` from ``at_once`` connections at a time, whose
+    results are never read. Returns the count of each status code."""
+    import asyncio
+    import json
+
+    body = json.dumps({"data": []}).encode()
+    head = (f"POST /gradio_api/call/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    codes: dict[str, int] = {}
+
+    async def one(gate) -> None:
+        async with gate:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(head + body)
+            code = (await reader.readline()).split(b" ")[1].decode()
+            await reader.read()
+            writer.close()
+            codes[code] = codes.get(code, 0) + 1
+
+    async def all_of_them() -> None:
+        gate = asyncio.Semaphore(at_once)
+        await asyncio.gather(*(one(gate) for _ in range(total)))
+
+    asyncio.run(all_of_them())
+    return codes
+
+
+def test_unread_rest_calls_neither_stop_the_queue_nor_take_a_waiting_request(tmp_path, monkeypatch):
+    """Gradio keeps the messages of 2,000 sessions and forgot the oldest as new ones came, with
+    its request still running or not; a REST call is a session of its own. 3,000 unread calls, 30
+    at a time, made Gradio's queue raise KeyError and stop: every request of every user got 503
+    "Queue is stopped." while /healthz said ok (helper-107, 3 runs of 3; 1 of 1 here). Here a
+    request running meanwhile gets its result, and the queue goes on."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        visitor = Client(app.url, verbose=False)
+        # Longer than the calls take (30-40 s for 3,000 on a 2-core machine), so its session is
+        # the oldest with a request pending while 2,000 more join.
+        running = visitor.submit(text="sleep:60 made while others flood the queue", api_name="/synthesize")
+        time.sleep(2)
+        codes = _unread_rest_calls(app.port, 3000, 30)
+        assert codes.get("200", 0) > 2100, codes
+        _, stats = running.result(timeout=150)
+        assert stats["audio_s"] > 0, stats
+        _, stats = Client(app.url, verbose=False).predict(text="after the flood", api_name="/synthesize")
+        assert stats["audio_s"] > 0, stats
+        assert "Queue is stopped" not in app.log_path.read_text()
+    finally:
+        app.stop()
