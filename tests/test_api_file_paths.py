@@ -9,6 +9,7 @@ back, and the server keeps serving. Uploads (what the page and ``gradio_client``
 
 from __future__ import annotations
 
+import os
 import time
 import urllib.parse
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from . import gradio_http as gh
-from .conftest import PROMPTS_DIR, RunningApp
+from .conftest import PROMPTS_DIR, ROOT, RunningApp
 
 OUTSIDE_WAV = PROMPTS_DIR / "xtts_male.wav"  # a real prompt, never uploaded
 
@@ -117,16 +118,21 @@ def test_the_temp_folders_claim_file_is_not_served(app):
 
 def test_only_the_apps_own_files_in_its_temporary_folder_are_served(app):
     """With GRADIO_TEMP_DIR pointed at a folder that held other files, each could be downloaded by
-    anyone (helper-97). Only uploads and results (``<folder>/<hash>/<name>``) are served."""
+    anyone (helper-97). Only uploads and results (``<folder>/<hash>/<name>``) are served: through
+    Gradio's older route ``/gradio_api/file/<path>`` too (helper-107 read them there), and by a path
+    relative to the app's working folder, which Gradio resolves from there."""
     (app.temp_dir / "notes.txt").write_text("an operator's notes")
     (app.temp_dir / "sub").mkdir(exist_ok=True)
     (app.temp_dir / "sub" / "data.wav").write_bytes(OUTSIDE_WAV.read_bytes())
     deep = app.temp_dir / ("a" * 64) / "deeper"
     deep.mkdir(parents=True, exist_ok=True)
     (deep / "x.wav").write_bytes(OUTSIDE_WAV.read_bytes())
+    relative = os.path.relpath(app.temp_dir, ROOT)  # the app runs in the repository's folder
     for path in ("notes.txt", "sub/data.wav", f"{'a' * 64}/deeper/x.wav"):
-        status, body = gh.http_get(app.url + "gradio_api/file=" + urllib.parse.quote(f"{app.temp_dir}/{path}"))
-        assert status == 404 and b"only its own uploads and results" in body, (path, status, body[:200])
+        for link in (f"file={app.temp_dir}/{path}", f"file/{app.temp_dir}/{path}", f"file={relative}/{path}",
+                     f"file/{relative}/{path}"):
+            status, body = gh.http_get(app.url + "gradio_api/" + urllib.parse.quote(link, safe="=/"))
+            assert status == 404 and b"only its own uploads and results" in body, (link, status, body[:200])
     client = Client(app.url, verbose=False)
     audio_path, _ = client.predict(text="Hello there.", prompt_audio=handle_file(str(PROMPTS_DIR / "xtts_female.wav")),
                                    api_name="/synthesize")

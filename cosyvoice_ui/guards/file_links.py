@@ -1,4 +1,5 @@
-"""ASGI middleware for file links into the temporary folder (``GET /gradio_api/file=<path>``): only
+"""ASGI middleware for file links into the temporary folder (``GET /gradio_api/file=<path>``, and
+Gradio's older ``GET /gradio_api/file/<path>``, which helper-107 read other files through): only
 the app's own files are served there, and a link whose file was deleted after ``--temp-file-ttl``
 says so.
 
@@ -23,7 +24,7 @@ import re
 from ..temp_files import upload_ttl_text
 from .asgi_requests import answer_json, logged_in
 
-_FILE_ROUTE = "/gradio_api/file="
+_FILE_ROUTE = re.compile(r"/gradio_api/file[=/]")
 _MADE_HERE = re.compile(r"[0-9a-f]{32,64}/[^/]+")  # Gradio's hash folder, then the file
 
 
@@ -41,7 +42,8 @@ class FileLinks:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             raw = scope.get("path", "")
-            at = raw.find(_FILE_ROUTE)
+            route = _FILE_ROUTE.search(raw)
+            at, path = (route.start(), raw[route.end():]) if route else (-1, "")
             # Under --auth only for a logged-in caller: the answer names the folder's time-to-live
             # (helper-54); others get Gradio's 401. The scope's path is decoded already.
             if at >= 0 and "\x00" in raw[at:]:
@@ -49,7 +51,7 @@ class FileLinks:
                 # traceback, before any login check (helper-60).
                 await answer_json(send, 400, "A file path cannot hold a NUL character (%00); no file has one.")
                 return
-            inside = self._inside(raw[at + len(_FILE_ROUTE):]) if at >= 0 else None
+            inside = self._inside(path) if at >= 0 else None
             refusal = None
             if inside is not None and not _MADE_HERE.fullmatch(inside):
                 refusal = "This app serves only its own uploads and results from its temporary folder; that path is neither."
@@ -63,9 +65,10 @@ class FileLinks:
         await self.app(scope, receive, send)
 
     def _inside(self, path: str) -> str | None:
-        """``path`` (resolved) relative to the temporary folder when it lies inside it, else None
-        (a relative path, or one elsewhere: Gradio's own checks answer those)."""
-        if not os.path.isabs(path):
+        """``path`` (resolved, a relative one from the working folder, as Gradio resolves it)
+        relative to the temporary folder when it lies inside it, else None (one elsewhere: Gradio's
+        own checks answer those)."""
+        if not path:
             return None
         real = os.path.realpath(path)
         return real[len(self.folder) + 1:] if real.startswith(self.folder + os.sep) else None
