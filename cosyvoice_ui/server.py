@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards.component_server import KnownServerFunctions
-from .guards import evicted_sessions, failed_uploads
+from .guards import evicted_sessions, failed_uploads, upload_progress
 from .guards.file_links import FileLinks
 from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
@@ -36,6 +36,7 @@ from .guards.session_streams import OneStreamPerSession
 from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
 from .guards.temp_space import TempSpace, UploadSpace
+from .guards.upload_progress import ShortUploadIds
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 from .monitor.admission import Admission, available_memory
@@ -120,6 +121,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        on_refused=lambda path, fn_index=None:
                        handlers.service.record_refusal("refused", STOPPING_MESSAGE)
                        if "/call/synthesize" in path or fn_index in synthesis_events else None)
+    app.add_middleware(ShortUploadIds)  # an upload id is a name, not a store of memory
     app.add_middleware(UploadSpace, space=temp_space)  # an upload the temporary folder has no room for: 507
     app.add_middleware(RequestSizeLimit, max_upload_bytes=settings.max_upload_bytes,  # Gradio's is per file
                        max_text_chars=settings.max_text_chars)  # outside UploadSpace: "too large" comes first
@@ -164,6 +166,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     atomic_audio_cache.install()  # identical results share one file in Gradio's cache
     forwarded_prefix.install()  # result links behind a proxy's prefix keep it
     failed_uploads.install()  # an upload that fails midway leaves no partial file
+    upload_progress.install()  # upload ids tracked for progress bars are bounded
     evicted_sessions.install()  # unread REST calls are forgotten first; a forgotten session does not stop the queue
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))

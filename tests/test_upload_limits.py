@@ -132,6 +132,65 @@ def test_an_upload_of_many_small_files_is_cut_off_at_the_second(app):
     assert "Too many open files" not in log, log[-3000:]
 
 
+def test_upload_ids_are_short_and_the_page_flow_still_shows_progress(app):
+    """An upload id 60,000 characters long was kept in memory for good by a progress request, and
+    until its progress was read by an upload (helper-107: +126 MiB in 27 s). An id over 64
+    characters is refused; the page's flow (a 13-character id, the progress stream opened beside
+    the upload and read to its end) still works."""
+    import threading
+
+    long_id = "a" * 65
+    r = httpx.get(app.url + f"gradio_api/upload_progress?upload_id={long_id}", timeout=10)
+    assert r.status_code == 400 and "at most 64 characters" in r.text, (r.status_code, r.text[:300])
+    r = httpx.post(app.url + f"gradio_api/upload?upload_id={long_id}", timeout=10,
+                   files=[("files", ("a.wav", b"RIFF", "audio/wav"))])
+    assert r.status_code == 400 and "at most 64 characters" in r.text, (r.status_code, r.text[:300])
+    upload_id = uuid.uuid4().hex[:13]
+    events: list[str] = []
+
+    def read_progress() -> None:
+        with httpx.stream("GET", app.url + f"gradio_api/upload_progress?upload_id={upload_id}", timeout=30) as stream:
+            events.extend(line for line in stream.iter_lines() if line.startswith("data:"))
+
+    reader = threading.Thread(target=read_progress)
+    reader.start()
+    time.sleep(0.5)  # the page opens the stream as the upload starts; Gradio waits up to 3 s for it
+    with open(PROMPTS_DIR / "f5_basic_ref_en.wav", "rb") as f:
+        r = httpx.post(app.url + f"gradio_api/upload?upload_id={upload_id}", timeout=30,
+                       files=[("files", ("f5_basic_ref_en.wav", f, "audio/wav"))])
+    assert r.status_code == 200, r.text[:300]
+    reader.join(30)
+    assert events and json.loads(events[-1][5:]) == {"msg": "done"}, events
+
+
+def test_gradio_tracks_a_bounded_number_of_upload_ids():
+    """Gradio's ``FileUploadProgress`` as the app installs it: at most 1,000 ids, the oldest
+    forgotten first; no event left by a wait for an id never used, or by an id whose progress was
+    read (each was kept for good: helper-107, 2,000 uploads under new ids, +116 MiB)."""
+    import asyncio
+
+    from gradio.route_utils import FileUploadProgress
+
+    from cosyvoice_ui.guards import upload_progress
+
+    upload_progress.install()
+    progress = FileUploadProgress()
+    for i in range(1500):
+        progress.append(f"id{i}", "a.wav", b"x" * 10)  # what an upload does under ?upload_id=
+        progress.set_done(f"id{i}")
+    assert len(progress._statuses) == len(progress._signals) == upload_progress.MAX_TRACKED
+    assert "id1499" in progress._statuses and "id0" not in progress._statuses and "id0" not in progress._signals
+
+    async def wait_for_an_id_never_used() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(progress.is_tracked("never used"), timeout=0.05)
+
+    asyncio.run(wait_for_an_id_never_used())
+    assert "never used" not in progress._signals
+    progress.stop_tracking("id1499")  # its progress stream was read to the end
+    assert "id1499" not in progress._signals and "id1499" not in progress._statuses
+
+
 def test_upload_without_a_declared_length_is_refused(app):
     """A chunked upload declares no length, so it could not be bounded before it is read: 411."""
     body = (b"--XX\r\nContent-Disposition: form-data; name=\"files\"; filename=\"voice.wav\"\r\n"
