@@ -167,3 +167,45 @@ def test_unread_rest_calls_neither_stop_the_queue_nor_take_a_waiting_request(tmp
         assert "Queue is stopped" not in app.log_path.read_text()
     finally:
         app.stop()
+
+
+def test_gradios_session_table_forgets_finished_and_unread_sessions_before_waiting_ones():
+    """The session table as the app installs it into Gradio's queue, filled as Gradio's push()
+    fills it: a visitor's session with a request running, then 2,000 REST calls whose requests
+    ended unread. A new session forgets the oldest unread call, with its entry among Gradio's
+    pending ids (Gradio kept one per unread call for good), not the visitor's; an older session
+    with nothing pending goes before either. A message for a session forgotten all the same is
+    kept in a new queue (it raised KeyError)."""
+    import asyncio
+    import types
+
+    from gradio.queueing import Event, Queue
+
+    from cosyvoice_ui.guards import evicted_sessions
+
+    evicted_sessions.install()
+    queue = Queue(live_updates=False, concurrency_count=1, update_intervals=1, max_size=None, blocks=None)
+    table, pending = queue.pending_messages_per_session, queue.pending_event_ids_session
+
+    def join(session: str | None, running: bool) -> Event:  # what Queue.push does with a new event
+        event = Event(session, types.SimpleNamespace(concurrency_id="synthesize"), None, None)
+        table[event.session_hash] = asyncio.Queue()
+        pending.setdefault(event.session_hash, set()).add(event._id)
+        if running:
+            queue.event_ids_to_events[event._id] = event
+        return event
+
+    visitor = join("visitor", running=True)
+    calls = [join(None, running=False).session_hash for _ in range(table.max_size - 1)]
+    assert len(table) == table.max_size
+    join(None, running=False)
+    assert "visitor" in table and calls[0] not in table and calls[0] not in pending and calls[1] in table
+    table["done"] = asyncio.Queue()  # a page session whose requests all ended: nothing pending
+    table.move_to_end("done", last=False)
+    assert calls[1] not in table  # made room for it
+    join(None, running=False)
+    assert "done" not in table and calls[2] in table and "visitor" in table
+
+    del table["visitor"]  # forgotten all the same (a table full of waiting requests)
+    queue.send_message(visitor, types.SimpleNamespace(event_id=None))
+    assert table["visitor"].qsize() == 1

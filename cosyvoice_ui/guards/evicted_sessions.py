@@ -12,7 +12,8 @@ while their request ran lost it ("session not found").
 
 Here, when the table is full, the session forgotten is the oldest with nothing pending (a page
 whose requests are done), else the oldest REST call (its session is its event id; one never
-read stays pending), else the oldest. A message for a session forgotten all the same starts its
+read stays pending, and its entry among Gradio's pending ids goes with it once the request has
+ended), else the oldest. A message for a session forgotten all the same starts its
 message queue again, and is counted in the log (at most one line a minute).
 """
 
@@ -42,7 +43,13 @@ def _sessions_table(queue, max_size: int):
             if key in self:
                 self.move_to_end(key)
             elif len(self) >= self.max_size:
-                del self[self._victim()]
+                victim = self._victim()
+                del self[victim]
+                # Its ids of requests that ended go too: Gradio drops them only when the result
+                # is read, so each unread REST call kept an entry for good.
+                ids = queue.pending_event_ids_session.get(victim)
+                if ids is not None and not any(i in queue.event_ids_to_events for i in ids):
+                    del queue.pending_event_ids_session[victim]
             collections.OrderedDict.__setitem__(self, key, value)
 
         def _victim(self) -> str:
