@@ -676,3 +676,16 @@ def test_a_tag_without_its_closing_bracket_is_removed():
     assert " ".join(out.split()) == "Hello there", out
     assert removed[0] == "<a (a tag without its closing >)", removed
     assert remove_markup("if a<b and c>d") == ("if a<b and c>d", [])
+
+
+def test_a_text_spoken_as_far_more_than_its_length_is_refused():
+    """Symbols and digits are read as words, and the segment limit and admission count them so,
+    but the text limit counted characters: 1,000 "a≥" (2,000 characters) were taken as 112
+    segments, about 18 minutes of audio and 8 minutes of the worker (helper-106). A text is spoken
+    as at most 5 times --max-text-chars; a text dense with figures still passes whole."""
+    with pytest.raises(InputError, match=r"spoken as about 21000 characters' worth of words: its symbols and "
+                                         r"digits are each read as a word or several \(≥ \(1000\)\)\. At most 10000"):
+        validate_text("a≥" * 1000, 2000, ("en",))
+    figures = "In 2024, revenue grew 3.5% to $1,234,567 from 987,654. " * 35
+    assert len(validate_text(figures, 2000, ("en",))) > 1900
+    assert validate_text("℃" * 100, 2000, ("en",))
