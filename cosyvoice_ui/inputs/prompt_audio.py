@@ -158,6 +158,10 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
     if problem := _wav_header_problem(path):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
+    if errors == ["soundfile: no samples", "PyAV: no decodable audio frames"] and _wav_shortfall(path) is None:
+        # A well-formed file with nothing recorded was called "not an audio file" (helper-106).
+        raise InputError("The prompt audio file holds no sound at all (0 samples): it is a valid recording that "
+                         "was stopped at once, or exported empty. Record or export it again, 3-10 s of speech.")
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
     detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
