@@ -66,6 +66,8 @@ def test_server_refuses_a_2mb_upload_with_413(app, big_prompt):
                        files=[("files", (big_prompt.name, f, "audio/wav"))], timeout=30)
     assert r.status_code == 413, (r.status_code, r.text[:300])
     assert "maximum allowed size" in r.text and str(LIMIT_BYTES) in r.text, r.text
+    # "Send one file per request" told a single file to do what it did (helper-106).
+    assert "upload a shorter clip" in r.text and "Send one file" not in r.text, r.text
     assert not _big_files(app), _big_files(app)
 
 

@@ -67,8 +67,9 @@ class RequestSizeLimit:
             if upload and length > self.max_upload_bytes + MULTIPART_ALLOWANCE_BYTES:
                 await _refuse(send, 413, f"Upload too large: the maximum allowed size is {self.max_upload_bytes} bytes "
                                          f"({self.max_upload_bytes / 2**20:g} MiB, --max-upload-mb) for one request "
-                                         f"in all, got {length} bytes. Send one file per request, as the page "
-                                         "and gradio_client do.")
+                                         f"in all, got {length} bytes. A voice prompt needs a few MiB at most (10 s "
+                                         "of 48 kHz 16-bit stereo is 1.9 MB): upload a shorter clip, or FLAC or "
+                                         "MP3, one file per request.")
                 return
             if not upload and length > self.max_body_bytes:
                 await _refuse(send, 413, f"Request body too large: {length} bytes, at most {self.max_body_bytes} are "
