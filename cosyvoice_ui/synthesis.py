@@ -267,7 +267,10 @@ class SynthesisService:
             cause = ("the worker was replaced (it crashed, hung or was restarted)" if stats.runs > 1
                      else "it ran out of memory")
             notes.append(f"This request ran again from the start because {cause}"
-                         + ("; the streamed playback repeated its beginning, the finished audio has no repeat."
+                         # API stream clients get no finished audio: "the finished audio has no
+                         # repeat" promised them one (helper-106).
+                         + ("; the stream started over, so its beginning was streamed twice (the page's "
+                            "finished recording holds it once)."
                             if stream and restarted else "."))
         yield Finished(output.audio, output.sample_rate_hz, self._result(request, notes, predicted, output, stats))
 
