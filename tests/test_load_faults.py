@@ -171,11 +171,12 @@ def test_unread_rest_calls_neither_stop_the_queue_nor_take_a_waiting_request(tmp
 
 def test_gradios_session_table_forgets_finished_and_unread_sessions_before_waiting_ones():
     """The session table as the app installs it into Gradio's queue, filled as Gradio's push()
-    fills it: a visitor's session with a request running, then 2,000 REST calls whose requests
-    ended unread. A new session forgets the oldest unread call, with its entry among Gradio's
-    pending ids (Gradio kept one per unread call for good), not the visitor's; an older session
-    with nothing pending goes before either. A message for a session forgotten all the same is
-    kept in a new queue (it raised KeyError)."""
+    fills it: a visitor's session with a request running, then 2,000 REST calls and page joins
+    (helper-108) whose requests ended unread. A new session forgets the oldest unread one, with its
+    entry among Gradio's pending ids (Gradio kept one per unread call for good), not the visitor's;
+    an older session with nothing pending goes before either. A message for a session forgotten
+    all the same is kept in a new queue (it raised KeyError), and the pending ids of a session no
+    longer held read as none (a stream reading it looks them up)."""
     import asyncio
     import types
 
@@ -196,7 +197,7 @@ def test_gradios_session_table_forgets_finished_and_unread_sessions_before_waiti
         return event
 
     visitor = join("visitor", running=True)
-    calls = [join(None, running=False).session_hash for _ in range(table.max_size - 1)]
+    calls = [join(None if i % 2 else f"page-{i}", running=False).session_hash for i in range(table.max_size - 1)]
     assert len(table) == table.max_size
     join(None, running=False)
     assert "visitor" in table and calls[0] not in table and calls[0] not in pending and calls[1] in table
@@ -209,3 +210,4 @@ def test_gradios_session_table_forgets_finished_and_unread_sessions_before_waiti
     del table["visitor"]  # forgotten all the same (a table full of waiting requests)
     queue.send_message(visitor, types.SimpleNamespace(event_id=None))
     assert table["visitor"].qsize() == 1
+    assert pending[calls[0]] == set() and calls[0] not in pending

@@ -1,5 +1,5 @@
-"""Gradio's table of sessions forgets unread REST calls first, and a message for a session it
-has forgotten is kept, not a crash of Gradio's queue.
+"""Gradio's table of sessions forgets a session whose request waits or runs last, and a message
+for a session it has forgotten is kept, not a crash of Gradio's queue.
 
 Gradio keeps each session's outgoing messages in an LRU of 2,000 sessions
 (``Queue.pending_messages_per_session``) and forgot the oldest one as a new one joined, whether or
@@ -11,10 +11,14 @@ every request of every user was answered 503 "Queue is stopped." while ``/health
 while their request ran lost it ("session not found").
 
 Here, when the table is full, the session forgotten is the oldest with nothing pending (a page
-whose requests are done), else the oldest REST call (its session is its event id; one never
-read stays pending, and its entry among Gradio's pending ids goes with it once the request has
-ended), else the oldest. A message for a session forgotten all the same starts its
-message queue again, and is counted in the log (at most one line a minute).
+whose requests are done), else the oldest whose requests have all ended but whose results were
+never read (unread REST calls, or joins whose stream was never opened: each stays "pending" in
+Gradio for good, so its entry among Gradio's pending ids goes with it), else the oldest. A session
+whose request waits or runs is forgotten only when every session in the table has one. A message
+for a session forgotten all the same starts its message queue again, and is counted in the log (at
+most one line a minute). Gradio's table of pending ids answers a session it no longer holds with
+an empty set: a stream still reading a session forgotten a moment after its request ended looks
+its ids up after delivering the result (a KeyError, and an error after the result, otherwise).
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ _evicted = OncePerMinute(log, logging.WARNING,
 def _sessions_table(queue, max_size: int):
     from gradio.utils import LRUCache
 
-    class SessionsKeepingPendingOnes(LRUCache):
+    class SessionsKeepingWaitingOnes(LRUCache):
         """Gradio's ``LRUCache`` of session message queues whose eviction spares sessions with
-        requests pending (see the module docstring)."""
+        a request waiting or running (see the module docstring)."""
 
         def __setitem__(self, key, value) -> None:
             if key in self:
@@ -46,26 +50,34 @@ def _sessions_table(queue, max_size: int):
                 victim = self._victim()
                 del self[victim]
                 # Its ids of requests that ended go too: Gradio drops them only when the result
-                # is read, so each unread REST call kept an entry for good.
+                # is read, so each unread call kept an entry for good.
                 ids = queue.pending_event_ids_session.get(victim)
                 if ids is not None and not any(i in queue.event_ids_to_events for i in ids):
                     del queue.pending_event_ids_session[victim]
             collections.OrderedDict.__setitem__(self, key, value)
 
         def _victim(self) -> str:
-            pending = queue.pending_event_ids_session
-            rest_call = None
+            pending, live = queue.pending_event_ids_session, queue.event_ids_to_events
+            unread = None
             for session in self:  # oldest first
                 ids = pending.get(session)
                 if not ids:
                     return session
-                if rest_call is None and session in ids:
-                    rest_call = session
-            return rest_call if rest_call is not None else next(iter(self))
+                if unread is None and not any(i in live for i in ids):
+                    unread = session
+            return unread if unread is not None else next(iter(self))
 
-    table = SessionsKeepingPendingOnes(max_size)
+    table = SessionsKeepingWaitingOnes(max_size)
     table.update(queue.pending_messages_per_session)
     return table
+
+
+class PendingIds(dict):
+    """Gradio's ``pending_event_ids_session`` (session -> ids of its requests not yet read), where
+    a session it no longer holds reads as an empty set (not stored)."""
+
+    def __missing__(self, session: str) -> set:
+        return set()
 
 
 def install() -> None:
@@ -81,6 +93,7 @@ def install() -> None:
 
     def init_with_sessions_table(self, *args, **kwargs) -> None:
         init(self, *args, **kwargs)
+        self.pending_event_ids_session = PendingIds(self.pending_event_ids_session)
         self.pending_messages_per_session = _sessions_table(self, self.pending_messages_per_session.max_size)
 
     def send_message_to_any_session(self, event, event_message):
