@@ -68,6 +68,12 @@ def _event_owner(demo: gr.Blocks, event_id: str) -> str | None:
 
 
 SESSION_STATES = 1000  # sessions whose Gradio state is kept in memory (Gradio's default: 10,000)
+# Requests waiting in Gradio's own queue (all kinds; synthesis is bounded first by --max-queue):
+# under half of Gradio's table of 2,000 sessions, so the table is never all sessions whose request
+# waits. 3,000 unread REST calls, 30 at a time, built a backlog past 2,000 and every new message
+# then pushed out another waiting session (guards/evicted_sessions.py): a livelock, no request
+# answered for minutes (this session's test). A flood past it is answered "Queue is full" (503).
+GRADIO_QUEUE_MAX = 1000
 
 
 def _forget_unreadable_sessions(demo: gr.Blocks) -> None:
@@ -173,8 +179,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     browser_only_events.update(i for i, fn in demo.fns.items() if fn.fn is None)
     server_functions.update({i: {fn.__name__ for fn in getattr(block, "server_fns", ())}
                              for i, block in demo.blocks.items()})
-    # Gradio's own queue is not the bound: the supervisor's is (it answers "busy" at once).
-    demo.queue(max_size=None, default_concurrency_limit=4, api_open=False)
+    # The supervisor's queue is the bound on synthesis (it answers "busy" at once); Gradio's is
+    # bounded for everything else (GRADIO_QUEUE_MAX).
+    demo.queue(max_size=GRADIO_QUEUE_MAX, default_concurrency_limit=4, api_open=False)
     _refuse_direct_calls(app, demo)
     auth = LoginCheck(*settings.auth.split(":", 1), on_failure=metrics.failed_logins.inc) if settings.auth else None
     # The temporary folder's claim file (temp_files.claim_folder) lies in Gradio's upload area, from
