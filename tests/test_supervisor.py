@@ -387,6 +387,36 @@ def test_a_failed_load_is_tried_again_with_retry_failed_load_after(tmp_path, mon
             sup.status()["next_load_retry_s"] is None, sup.status()
 
 
+def test_a_worker_process_that_cannot_be_started_is_a_failed_load_not_a_dead_supervisor(tmp_path, monkeypatch):
+    """The worker's temporary folder could not be made (TMPDIR replaced by a file): the dispatcher
+    died of the NotADirectoryError, a Restart press waited 220 s for an empty error, and every
+    request after it waited for good (helper-109). Now it counts as a failed load: the Restart
+    says why, the app is ``failed`` with the reason, and it heals (here by
+    --retry-failed-load-after) once the folder is back."""
+    import tempfile
+
+    scratch_parent = tmp_path / "tmpdir"
+    scratch_parent.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_parent))
+    with _supervisor(tmp_path, monkeypatch, retry_failed_load_after_s=3) as sup:
+        scratch_parent.rename(tmp_path / "tmpdir.aside")  # it holds the running worker's folder
+        scratch_parent.write_text("not a folder")
+        started = time.monotonic()
+        report = sup.restart()
+        assert time.monotonic() - started < 60, "the Restart press waited too long"
+        assert report.new_pid is None and "The worker process could not be started (Not a directory)" in report.error
+        status = sup.status()
+        assert status["state"] == "failed" and "TMPDIR" in status["last_error"], status
+        assert str(scratch_parent) not in status["last_error"], "the server's path is for the log only"
+        with pytest.raises(SynthesisFailed, match="could not be started"):
+            sup.submit(SynthesisRequest(text="while it cannot start")).result(30)
+        scratch_parent.unlink()
+        (tmp_path / "tmpdir.aside").rename(scratch_parent)
+        assert _wait_until(lambda: sup.status()["state"] == "ready", 60), sup.status()
+        output, _ = sup.submit(SynthesisRequest(text="once the folder is back")).result(30)
+        assert output.audio.size > 0
+
+
 def test_worker_stopped_while_loading_is_replaced_before_the_start_timeout(tmp_path, monkeypatch):
     """SIGSTOP during a (30 s) load: replaced after the heartbeat timeout, not --worker-start-timeout."""
     with _supervisor(tmp_path, monkeypatch, load_s=30, ready=False, start_timeout_s=120) as sup:

@@ -685,7 +685,12 @@ class Supervisor:
         # The worker's temporary files (Piper's split ONNX graphs, 61 MB; CosyVoice's prompt WAVs)
         # go to a folder of its own, removed here once the process is gone: a worker killed while
         # loading left them in /tmp for good (eighteenth newcomer session).
-        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
+        try:
+            scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
+        except OSError:
+            parent_conn.close()
+            child_conn.close()
+            raise
         process = self._ctx.Process(
             target=worker_main, name="cosyvoice-ui-worker", daemon=True,
             args=(child_conn, self.engine, self.device, self.fp16, self.heartbeat_interval_s),
@@ -703,6 +708,11 @@ class Supervisor:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             process.start()
+        except OSError:  # no process could be made (EAGAIN, ENOMEM, file handles)
+            parent_conn.close()
+            child_conn.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child_conn.close()
@@ -719,7 +729,23 @@ class Supervisor:
             with self._lock:
                 if self._stopping:  # never start a worker during shutdown
                     return False
-            w = self._spawn()
+            try:
+                w = self._spawn()
+            except OSError as e:
+                # The worker's temporary folder could not be made (TMPDIR full, or gone), or no
+                # process or pipe could be (file handles, EAGAIN/ENOMEM): the dispatcher died of it,
+                # and the app hung for good, every request and Restart press unanswered (helper-109).
+                # Tried again as a worker that died loading; the path stays in the log.
+                log.error("the worker process could not be started: %r", e)
+                with self._lock:
+                    self._restarts["load_crash"] += 1
+                    self._last_error = (f"The worker process could not be started ({e.strerror or type(e).__name__}): "
+                                        "the temporary folder (TMPDIR) may be full or missing, or the system out "
+                                        "of processes or file handles; see the server log")
+                    self._failed_load_attempts.append(self._last_error)
+                log.error("%s; attempt %d of 3", self._last_error, attempt + 1)
+                time.sleep(min(2.0 * (attempt + 1), 5.0))
+                continue
             with self._lock:
                 self._worker = w
                 self._state = STARTING if reason is None else RESTARTING
