@@ -14,6 +14,8 @@ An upload request carries one file. Gradio opens a temporary file for every part
 file handles, uploads failed with "Too many open files", accepts failed, and another visitor's
 request was made but its answer never reached it (helper-102). The parts are counted as the body
 arrives (by its multipart boundary); at the second file the request is cut off and answered 400.
+A multipart body to any other route (Gradio parses one at ``component_server`` too: 1,018 file
+handles for one request, helper-108) is cut off past :data:`MAX_FORM_PARTS` parts.
 """
 
 from __future__ import annotations
@@ -78,17 +80,27 @@ class RequestSizeLimit:
             if upload:
                 await _one_file_per_upload(self.app, scope, receive, send)
                 return
+            if first_header(scope, b"content-type").lower().lstrip().startswith(b"multipart/"):
+                # Gradio parses a multipart body on other routes too (component_server), opening a
+                # file per part: one request held 1,018 file handles (helper-108). No form here has
+                # more than a few fields (the login has two).
+                await _one_file_per_upload(self.app, scope, receive, send, max_parts=MAX_FORM_PARTS,
+                                           refusal=MANY_PARTS)
+                return
         await self.app(scope, receive, send)
 
 
 ONE_FILE = ("An upload request carries one file and nothing else; this one had more parts. Send one file per "
             "request, as the page and gradio_client do.")
+MAX_FORM_PARTS = 8
+MANY_PARTS = (f"A form sent to this app has at most {MAX_FORM_PARTS} parts (the login has two); this one had more. "
+              "Send files to /gradio_api/upload, one per request, and other values as JSON.")
 
 
-async def _one_file_per_upload(app, scope, receive, send) -> None:
-    """Pass an upload to ``app``, counting its multipart delimiters as the body arrives; a third
-    (a second file) ends the body for ``app`` (a client disconnect) and the request is answered
-    400 :data:`ONE_FILE` instead of by ``app``.
+async def _one_file_per_upload(app, scope, receive, send, max_parts: int = 1, refusal: str = ONE_FILE) -> None:
+    """Pass an upload to ``app``, counting its multipart delimiters as the body arrives; one past
+    ``max_parts`` parts' (a second file, by default) ends the body for ``app`` (a client
+    disconnect) and the request is answered 400 ``refusal`` instead of by ``app``.
 
     The boundary is read from the first ``Content-Type`` by python-multipart's own
     ``parse_options_header``, as Gradio's parser reads it: a stricter reading here (``BOUNDARY=``,
@@ -117,7 +129,7 @@ async def _one_file_per_upload(app, scope, receive, send) -> None:
                 seen += data[at + len(delimiter)] in b"\r- \t"
                 at = data.find(delimiter, at + 1)
             tail = data[max(0, len(data) - len(delimiter)):]  # a delimiter whose next byte is still to come
-            if seen > 2:  # the first file's opening and closing delimiters, then a second file's
+            if seen > max_parts + 1:  # a delimiter before each part and the closing one, then one more
                 cut = True
                 return {"type": "http.disconnect"}
         return message
@@ -134,7 +146,7 @@ async def _one_file_per_upload(app, scope, receive, send) -> None:
         if not cut:
             raise
     if cut and not started:
-        await _refuse(send, 400, ONE_FILE)
+        await _refuse(send, 400, refusal)
 
 
 async def _refuse(send, status: int, message: str) -> None:
