@@ -32,10 +32,12 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
+from .guards.session_hashes import ShortSessionHashes
 from .guards.session_streams import OneStreamPerSession
 from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
 from .guards.temp_space import TempSpace, UploadSpace
+from .guards.unused_routes import UnusedGradioRoutes
 from .guards.upload_progress import ShortUploadIds
 from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
@@ -114,6 +116,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        pending=lambda session: bool(demo._queue.pending_event_ids_session.get(session)))
     server_functions: dict[int, set[str]] = {}  # likewise
     app.add_middleware(KnownServerFunctions, functions=server_functions)  # an unknown one: 404, not a 500
+    app.add_middleware(ShortSessionHashes)  # no route keeps a state under a megabyte-long session hash
+    app.add_middleware(UnusedGradioRoutes)  # deep links (a file per call) and the dev-mode reload stream
     app.add_middleware(NoStreamedInput)  # no event takes streamed input: no one can swap another's
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream
     app.add_middleware(LoginClientAddress)  # a failed login's log line names the client

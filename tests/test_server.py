@@ -165,3 +165,26 @@ def test_every_answer_forbids_frames_from_other_pages(app_server):
     for r in answers:
         assert r.headers.get("content-security-policy") == "frame-ancestors 'self'", (r.url, r.headers)
         assert r.headers.get("x-frame-options") == "SAMEORIGIN", (r.url, r.headers)
+
+
+def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp_path):
+    """1 MB session hashes sent to /gradio_api/run/status and component_server each kept a Gradio
+    session state (+1 GB of web process, for good), and every GET /gradio_api/deep_link wrote a
+    52 KB file no sweep removed (helper-108). Hashes over 128 characters and non-JSON bodies are
+    refused there; deep links and Gradio's dev-mode reload stream are not served."""
+    import httpx
+
+    from .conftest import serving
+
+    with serving(env={"GRADIO_TEMP_DIR": str(tmp_path)}) as app, httpx.Client(base_url=app.url, timeout=10) as http:
+        r = http.post("/gradio_api/run/status", json={"data": [], "session_hash": "a" * 129})
+        assert r.status_code == 400 and "longer than 128 characters" in r.text, r.text[:300]
+        r = http.post("/gradio_api/run/status", json={"data": [], "session_hash": "a" * 36})
+        assert r.status_code == 200, r.text[:300]  # the page's monitor and status calls
+        r = http.post("/gradio_api/component_server", files={"session_hash": (None, "b" * 100_000)})
+        assert r.status_code == 400 and "takes a JSON object" in r.text, r.text[:300]
+        for _ in range(3):
+            r = http.get("/gradio_api/deep_link", params={"session_hash": "a" * 36})
+            assert r.status_code == 404, r.text[:300]
+        assert not (tmp_path / "deep_links").exists()
+        assert http.get("/gradio_api/dev/reload").status_code == 404
