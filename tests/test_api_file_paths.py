@@ -197,3 +197,12 @@ def test_endless_device_file_does_not_freeze_the_server(tmp_path_factory):
                 app.proc.kill()
                 app.proc.wait()
         app.stop()
+
+
+def test_the_file_route_fetches_no_other_address(app):
+    """``/gradio_api/file=<URL>`` made the server fetch any public address for anyone and stream it
+    back, with no size limit (helper-108; this machine has no internet, so the refusal is what is
+    checked)."""
+    for link in ("file=https://example.com/voice.wav", "file=http://93.184.216.34/x.wav", "file/HTTPS://example.com/x"):
+        status, body = gh.http_get(app.url + "gradio_api/" + link)
+        assert status == 404 and b"does not fetch other addresses" in body, (link, status, body[:200])

@@ -25,6 +25,7 @@ from ..temp_files import upload_ttl_text
 from .asgi_requests import answer_json, logged_in
 
 _FILE_ROUTE = re.compile(r"/gradio_api/file[=/]")
+_URL = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*:")  # a scheme (http:, https:, ...)
 _MADE_HERE = re.compile(r"[0-9a-f]{32,64}/[^/]+")  # Gradio's hash folder, then the file
 
 
@@ -53,7 +54,11 @@ class FileLinks:
                 return
             inside = self._inside(path) if at >= 0 else None
             refusal = None
-            if inside is not None and not _MADE_HERE.fullmatch(inside):
+            if at >= 0 and _URL.match(path):
+                # Gradio fetched any public URL for anyone and streamed it back (helper-108): the
+                # server's bandwidth, no size limit. No link of this app names another server.
+                refusal = "This app serves only its own uploads and results; it does not fetch other addresses."
+            elif inside is not None and not _MADE_HERE.fullmatch(inside):
                 refusal = "This app serves only its own uploads and results from its temporary folder; that path is neither."
             elif inside is not None and not os.path.exists(os.path.join(self.folder, inside)):
                 refusal = (f"This file is not on the server (any more): uploads and results are kept for "
