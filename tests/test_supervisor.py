@@ -208,6 +208,36 @@ def test_restart_waits_for_inflight_and_loses_no_queued_request(fault_supervisor
     assert all(f.result(timeout=30)[1].pid == report.new_pid for f in queued)
 
 
+def test_the_status_names_the_new_worker_when_its_start_is_logged(fault_supervisor):
+    """"worker started" was logged before the supervisor took the worker: a SIGTERM sent on that
+    line (test_shutdown) found the status of no worker, and the drain said "during a restart"
+    instead of "while the model loads" (CI of stop 27)."""
+    import logging
+
+    seen: list[tuple[str, object, object]] = []
+
+    class _AtTheLine(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("worker started"):
+                status = fault_supervisor.status()
+                seen.append((record.getMessage(), status["pid"], status["load_s"]))
+
+    handler = _AtTheLine()
+    logger = logging.getLogger("cosyvoice_ui.worker.supervisor")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        report = fault_supervisor.restart()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert len(seen) == 1, seen
+    line, pid, load_s = seen[0]
+    assert pid == report.new_pid and f"pid {pid} " in line, seen
+    assert load_s is None, seen  # still loading: no figures of the old worker
+
+
 def test_restart_kills_a_request_past_the_grace_period_and_reruns_it(tmp_path, monkeypatch):
     with _supervisor(tmp_path, monkeypatch, restart_grace_s=0.5) as sup:
         (tmp_path / "flag").write_text("")

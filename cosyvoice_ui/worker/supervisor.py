@@ -716,9 +716,7 @@ class Supervisor:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child_conn.close()
-        w = _Worker(process=process, conn=parent_conn, started_at=time.monotonic(), scratch=scratch)
-        log.info("worker started: pid %s (engine %s, device %s)", process.pid, self.engine, self.device)
-        return w
+        return _Worker(process=process, conn=parent_conn, started_at=time.monotonic(), scratch=scratch)
 
     def _spawn_until_ready(self, reason: str | None) -> bool:
         """Start a worker and wait for Ready. Retries a worker that dies while loading (3 tries);
@@ -749,6 +747,9 @@ class Supervisor:
             with self._lock:
                 self._worker = w
                 self._state = STARTING if reason is None else RESTARTING
+            # Logged once status() shows the new worker: a SIGTERM sent on this line, before, was
+            # told "during a restart" with the old worker's figures (CI of stop 27).
+            log.info("worker started: pid %s (engine %s, device %s)", w.process.pid, self.engine, self.device)
             deadline = time.monotonic() + self.start_timeout_s
             while time.monotonic() < deadline:
                 # Whether it lives is asked before reading: a worker that sends LoadFailed and exits
