@@ -4,24 +4,20 @@ and Gradio's lists of answers no one can read are pruned as joins arrive.
 - An empty ``session_hash`` (400): Gradio files its event under the event's own id and its
   messages under "", so its lookup failed (KeyError), the caller got a 404 naming a random id as
   an ``fn_index`` and the log a traceback (helper-76).
-- A ``session_hash`` longer than :data:`MAX_SESSION_CHARS` (400): Gradio keeps every session's
-  list of unanswered events, keyed by the hash, until its stream reads them, and unread joins with
-  1 MB hashes grew the web process by 1.1 GB in a minute, for good (helper-82).
 - A join of one of the page's browser-only events (no server function; 404): Gradio queued it
   and logged a 14-line traceback for each (helper-82: 4,500 joins, 3.7 MB of log).
 
-Every :data:`FORGET_EVERY` joins, the lists of sessions whose messages Gradio's own LRU has
-already dropped (answers no one can read any more) are dropped too (``forget``).
+A ``session_hash`` too long is refused before this, by the rule of every route that names a
+session (``session_hashes.py``). Every :data:`FORGET_EVERY` joins, the lists of sessions whose
+messages Gradio's own LRU has already dropped (answers no one can read any more) are dropped too
+(``forget``).
 """
 
 from __future__ import annotations
 
 from .asgi_requests import answer_json, lax_int, read_json, replay, with_length
 
-MAX_SESSION_CHARS = 128  # the page's are 11 characters, gradio_client's 36 (a UUID)
 FORGET_EVERY = 64  # joins
-LONG_SESSION = (f"The session_hash is longer than {MAX_SESSION_CHARS} characters: send a short random id "
-                "(gradio_client and the page make one of 11-36 characters).")
 EMPTY_SESSION = ("The session_hash is empty: a join needs an id of its own for its session, the same one the "
                  "client then reads with GET /gradio_api/queue/data?session_hash=... (gradio_client and the page "
                  "make one; any random string of letters and digits does).")
@@ -65,9 +61,6 @@ class RefuseUnusableJoins:
         session, fn_index = join_fields(payload)
         if session == "":
             await answer_json(send, 400, EMPTY_SESSION)
-            return
-        if isinstance(session, str) and len(session) > MAX_SESSION_CHARS:
-            await answer_json(send, 400, LONG_SESSION)
             return
         if fn_index in self.browser_only:
             await answer_json(send, 404, f"The event with fn_index {fn_index} runs in the browser only; the "
