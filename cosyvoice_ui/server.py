@@ -14,12 +14,11 @@ import gradio.routes
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from . import gradio_patches
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
 from .guards.component_server import KnownServerFunctions
-from .guards import evicted_sessions, failed_uploads, upload_progress
 from .guards.file_links import FileLinks
-from .guards import forwarded_prefix
 from .guards.forwarded_prefix import ForwardedPrefix
 from .guards.frame_ancestors import FrameAncestors
 from .guards.heartbeats_per_address import HeartbeatsPerAddress, room_for_heartbeats
@@ -46,7 +45,6 @@ from .monitor.metrics import Metrics
 from .monitor.sampler import MemoryMonitor
 from .settings import Settings
 from .temp_files import CLAIM_FILE, start_upload_sweeper
-from .ui import atomic_audio_cache
 from .ui.handlers import Handlers
 from .ui.i18n import I18N
 from .ui.layout import PAGE_CSS, PAGE_JS, build_blocks
@@ -173,11 +171,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
             return unauthorized
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    atomic_audio_cache.install()  # identical results share one file in Gradio's cache
-    forwarded_prefix.install()  # result links behind a proxy's prefix keep it
-    failed_uploads.install()  # an upload that fails midway leaves no partial file
-    upload_progress.install()  # upload ids tracked for progress bars are bounded
-    evicted_sessions.install()  # unread REST calls are forgotten first; a forgotten session does not stop the queue
+    gradio_patches.install_all()  # the changes made inside Gradio, listed there
     demo = build_blocks(handlers)
     synthesis_events.update(i for i, fn in demo.fns.items() if (fn.api_name or "").startswith("synthesize"))
     browser_only_events.update(i for i, fn in demo.fns.items() if fn.fn is None)
