@@ -411,6 +411,13 @@ def test_text_of_only_markup_is_refused_by_name():
     with pytest.raises(InputError, match=r"only markup \(<p>, <br>, </p>\)"):
         build_request("<p><br></p>", None, None, None, 1.0, -1, max_text_chars=2000,
                       capabilities=engine_capabilities("embedded"))
+    # Emoji alone were called "only markup" (helper-109).
+    with pytest.raises(InputError, match=r"The text is only emoji \(😀 \(an emoji\)"):
+        build_request("😀😀 🎉", None, None, None, 1.0, -1, max_text_chars=2000,
+                      capabilities=engine_capabilities("embedded"))
+    with pytest.raises(InputError, match=r"The text is only markup and emoji \("):
+        build_request("<b>😀</b>", None, None, None, 1.0, -1, max_text_chars=2000,
+                      capabilities=engine_capabilities("embedded"))
 
 
 @pytest.mark.parametrize("typed, cleaned", [

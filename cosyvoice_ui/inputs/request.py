@@ -71,7 +71,7 @@ def build_request(
     if text and len(text) <= RAW_TEXT_FACTOR * max_text_chars + 1000:  # longer: validate_text refuses it
         text, markup = remove_markup(text, capabilities.performed_tags)
         if markup and not any(ch.isalnum() for ch in clean_text(text)):
-            raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
+            raise InputError(f"The text is only {_kinds_removed(markup).lower()} ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
     clean = validate_text(text, max_text_chars, capabilities.languages, typed_chars=typed_chars)
     # Again on the cleaned text: a marker disguised (full-width, entity-encoded, nested, a NUL or
@@ -81,7 +81,7 @@ def build_request(
         markup.extend(_markers_shown(markers))
         clean = clean.strip()
         if not any(ch.isalnum() for ch in clean):
-            raise InputError(f"The text is only markup ({_listed(markup)}), with no words to speak. "
+            raise InputError(f"The text is only {_kinds_removed(markup).lower()} ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
     notes: list[str] = []
     if markup:
