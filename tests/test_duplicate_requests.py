@@ -12,6 +12,7 @@ import json
 import time
 import urllib.request
 
+import pytest
 from gradio_client import Client
 
 from .conftest import serving
@@ -291,17 +292,29 @@ def test_a_rest_call_cannot_be_cancelled_by_its_event_id_alone(tmp_path):
     assert "Traceback" not in app.log_path.read_text()
 
 
-def test_a_rest_get_cannot_take_another_sessions_result(tmp_path):
+@pytest.mark.parametrize("route", ["call", "call/v2"])
+def test_a_rest_get_cannot_take_another_sessions_result(tmp_path, route):
     """GET /gradio_api/call/synthesize/<event_id> looked the event up by id alone: with another
     visitor's event id (a queue join of the page or gradio_client) it streamed that visitor's
-    result, and the visitor waited forever (helper-82). Only a REST call's own event is read."""
+    result, and the visitor waited forever (helper-82). Only a REST call's own event is read, and
+    once: Gradio serves the same stream at /call/v2/, which the guard did not know (helper-110)."""
     import httpx
 
+    from .gradio_http import endpoint_data
+
     with _fault_app(tmp_path) as app:
+        own = httpx.post(app.url + "gradio_api/call/synthesize", timeout=10,
+                         json={"data": endpoint_data(app.url, "synthesize", text="The caller's own words.")})
+        own_id = own.json()["event_id"]
+        first = httpx.get(app.url + f"gradio_api/{route}/synthesize/{own_id}", timeout=60).text
+        assert "event: complete" in first and "speech-" in first, first
+        for again in ("call", "call/v2"):
+            second = httpx.get(app.url + f"gradio_api/{again}/synthesize/{own_id}", timeout=10).text
+            assert "event: error" in second and "This event has ended" in second, (again, second)
         body, event_id = _visitors_join(app.url, "sleep:2 the visitor's own")
         with httpx.stream("GET", app.url + f"gradio_api/queue/data?session_hash={body['session_hash']}",
                           timeout=60) as stream:
-            taken = httpx.get(app.url + f"gradio_api/call/synthesize/{event_id}", timeout=30).text
+            taken = httpx.get(app.url + f"gradio_api/{route}/synthesize/{event_id}", timeout=30).text
             assert "event: error" in taken and "No call with this event id" in taken and "speech-" not in taken, taken
             completed = None
             for line in stream.iter_lines():

@@ -12,7 +12,9 @@ import pydantic
 # wants: the guards that count or own streams share these (they were spelled three ways).
 HEARTBEAT = "/gradio_api/heartbeat/"  # + session_hash
 QUEUE_DATA = "/gradio_api/queue/data"  # ?session_hash=...: a session's messages
-_REST_RESULT = re.compile(r"^/gradio_api/call/[^/]+/([0-9A-Za-z_-]{1,64})/?$")  # a REST call's result
+# A REST call's result; Gradio serves the same stream at /call/v2/<name>/<id> (helper-110: a second
+# reader there took another session's result, and read one twice, past the guards of /call/).
+_REST_RESULT = re.compile(r"^/gradio_api/call/(?:v2/)?[^/]+/([0-9A-Za-z_-]{1,64})/?$")
 
 
 def first_header(scope, name: bytes, default: bytes = b"") -> bytes:
@@ -149,8 +151,8 @@ def route_path(scope) -> str:
 
 
 def rest_result_event(scope) -> str | None:
-    """The event id of a ``GET /gradio_api/call/<name>/<event_id>`` (a REST call's result stream),
-    else None; matched on :func:`route_path`, as Starlette routes it."""
+    """The event id of a ``GET /gradio_api/call/<name>/<event_id>`` (a REST call's result stream;
+    also ``/call/v2/<name>/<event_id>``), else None; matched on :func:`route_path`, as Starlette routes it."""
     if scope["type"] != "http" or scope.get("method") != "GET":
         return None
     match = _REST_RESULT.match(route_path(scope))
