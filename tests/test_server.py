@@ -181,6 +181,15 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
         assert r.status_code == 400 and "longer than 128 characters" in r.text, r.text[:300]
         r = http.post("/gradio_api/run/status", json={"data": [], "session_hash": "a" * 36})
         assert r.status_code == 200, r.text[:300]  # the page's monitor and status calls
+        # Gradio's other names for the same calls took them (helper-110: +1 GB in 600 calls).
+        for route in ("/gradio_api/api/status", "/gradio_api/call/status", "/gradio_api/call/v2/status",
+                      "/gradio_api/cancel"):
+            r = http.post(route, json={"data": [], "session_hash": "a" * 129, "fn_index": 0, "event_id": "x"})
+            assert r.status_code == 400 and "longer than 128 characters" in r.text, (route, r.text[:300])
+        r = http.post("/gradio_api/api/status", json={"data": [], "session_hash": "a" * 36})
+        assert r.status_code == 200, r.text[:300]
+        r = http.post("/gradio_api/call/status", json={"data": [], "session_hash": "a" * 36})
+        assert r.status_code == 200 and "event_id" in r.json(), r.text[:300]
         r = http.post("/gradio_api/component_server", files={"session_hash": (None, "b" * 100_000)})
         assert r.status_code == 400 and "takes a JSON object" in r.text, r.text[:300]
         for _ in range(3):

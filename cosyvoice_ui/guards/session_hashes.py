@@ -5,23 +5,27 @@ events until its stream reads them (unread joins with 1 MB hashes grew the web p
 in a minute, for good; helper-82), and a session's component states (up to ``SESSION_STATES`` of
 them, ``server.py``) for ``POST /gradio_api/run/<name>`` and ``POST /gradio_api/component_server``
 (1 MB hashes took the web process from 643 to 853 MiB in 200 calls, and from 619 to 1,668 MiB
-through component_server, for good; helper-108). The three routes naming a session in a body are
-checked here, by one rule: a hash over :data:`MAX_SESSION_CHARS` characters is refused with 400.
-On run and component_server a body that is not JSON is refused too (Gradio parsed a multipart one);
-a join's is left to Gradio's own validation. The heartbeat and ``queue/data`` name a session in the
-URL (bounded by the HTTP parser's line limit) and keep nothing under one they do not know.
+through component_server, for good; helper-108), and Gradio's other names for them take a hash
+too: ``/gradio_api/api/<name>`` and ``POST /gradio_api/call/<name>`` (+1 GB of web process in 600
+calls; helper-110). So one rule holds for every ``POST`` under ``/gradio_api/`` (and every
+``queue/join``) whose body is not multipart: a ``session_hash`` over :data:`MAX_SESSION_CHARS`
+characters is refused with 400. On run, api and component_server a body that is not JSON is
+refused too (Gradio parsed a multipart one there, opening a file per part); elsewhere a multipart
+body (the upload) passes unread. The heartbeat and ``queue/data`` name a session in the URL
+(bounded by the HTTP parser's line limit) and keep nothing under one they do not know.
 """
 
 from __future__ import annotations
 
-from .asgi_requests import answer_json, read_json, replay, route_path, with_length
+from .asgi_requests import answer_json, first_header, read_json, replay, route_path, with_length
 from .queue_join import is_join
 
 MAX_SESSION_CHARS = 128  # the page's are 11 characters, gradio_client's 36 (a UUID)
 LONG_SESSION = (f"The session_hash is longer than {MAX_SESSION_CHARS} characters: send a short random id "
                 "(gradio_client and the page make one of 11-36 characters).")
 NOT_JSON = "This route takes a JSON object (as the page sends it): send the request as application/json."
-_RUN = "/gradio_api/run/"
+_API = "/gradio_api/"
+_JSON_ONLY = ("/gradio_api/run/", "/gradio_api/api/")  # and component_server: routes of one JSON body
 _COMPONENT_SERVER = "/gradio_api/component_server"
 
 
@@ -37,13 +41,14 @@ class ShortSessionHashes:
 
     async def __call__(self, scope, receive, send) -> None:
         path = route_path(scope).rstrip("/") if scope["type"] == "http" and scope.get("method") == "POST" else ""
-        join = bool(path) and is_join(scope)
-        if not (join or path.startswith(_RUN) or path == _COMPONENT_SERVER):
+        json_only = path.startswith(_JSON_ONLY) or path == _COMPONENT_SERVER
+        multipart = first_header(scope, b"content-type").lower().lstrip().startswith(b"multipart/")
+        if not (json_only or ((path.startswith(_API) or is_join(scope)) and not multipart)):
             await self.app(scope, receive, send)
             return
         body, payload = await read_json(receive)
         session = payload.get("session_hash") if payload else None
-        if payload is None and body.strip() and not join:
+        if payload is None and body.strip() and json_only:
             await answer_json(send, 400, NOT_JSON)
             return
         if isinstance(session, str) and len(session) > MAX_SESSION_CHARS:
