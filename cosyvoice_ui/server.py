@@ -195,7 +195,11 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
                                footer_links=["api"], css=PAGE_CSS, js=page_js,
-                               app_kwargs={"openapi_url": None})
+                               app_kwargs={"openapi_url": None},
+                               # Gradio's run history made routes with no login check that call the
+                               # Hugging Face Hub with the host's own token, and saved every user's
+                               # text and audio in the browser (helper-110).
+                               run_history=False)
     # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
     # "launched"; mounting never sets the flag, so without this any caller could make the server
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).

@@ -339,3 +339,55 @@ def test_one_visitors_logout_leaves_the_others_logged_in(tmp_path, monkeypatch):
         assert proxied.get(app.url + "tts/config").status_code == 401
     finally:
         app.stop()
+
+
+def test_nothing_reaches_the_hugging_face_hub_and_there_is_no_run_history(tmp_path):
+    """Gradio's run history served routes with no login check that called the Hugging Face Hub
+    with the host's own token (HF_TOKEN), and a header on any call made the server create a bucket
+    in another account with it; its analytics reached the Hub at every start (helper-110). Here a
+    stand-in Hub records every request: none may come, with a call naming a history bucket too."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from .gradio_http import endpoint_data
+
+    reached: list[str] = []
+
+    class Hub(BaseHTTPRequestHandler):
+        def _any(self):
+            reached.append(f"{self.command} {self.path} {self.headers.get('authorization')}")
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_HEAD = do_PUT = _any
+
+        def log_message(self, *args):
+            pass
+
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    env = {"HF_ENDPOINT": f"http://127.0.0.1:{hub.server_port}", "HF_TOKEN": "hf_THE_OWNERS_TOKEN",
+           "HF_HOME": str(tmp_path / "hf"), "GRADIO_ANALYTICS_ENABLED": "True", "HF_HUB_OFFLINE": "0"}
+    app = RunningApp(env=env)
+    try:
+        app.wait_healthy()
+        with httpx.Client(base_url=app.url, timeout=30) as http:
+            for path in ("/gradio_api/run-history/buckets", "/gradio_api/run-history/records?bucket=owner/private",
+                         "/gradio_api/runs"):
+                assert http.get(path).status_code == 404, path
+            r = http.post("/gradio_api/run-history/connect", json={"bucket_id": "owner/new"})
+            assert r.status_code in (404, 405), r.text[:300]
+            event_id = http.post("/gradio_api/call/synthesize", headers={"x-gradio-history-bucket": "someone/loot"},
+                                 json={"data": endpoint_data(app.url, "synthesize", text="Hello there.")}).json()["event_id"]
+            result = http.get(f"/gradio_api/call/synthesize/{event_id}").text
+            assert "event: complete" in result, result
+            assert not json.loads(http.get("/config").text).get("run_history"), "the page would keep runs in the browser"
+        time.sleep(2)  # background uploads and analytics run after the answer
+    finally:
+        app.stop()
+        hub.shutdown()
+    assert reached == [], reached

@@ -85,7 +85,9 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
     speakers = list(facts.get("speakers") or [])
     # Uploads and results in Gradio's cache are deleted --temp-file-ttl after they were written
     # (an hour by default), so a server that runs for days does not fill its temp folder.
-    with ApiBlocks(title="cosyvoice_ui", on_refused=handlers.record_refused_call,
+    # No analytics: Gradio's reached the Hugging Face Hub at every start (helper-110); nothing
+    # leaves the machine unasked.
+    with ApiBlocks(title="cosyvoice_ui", on_refused=handlers.record_refused_call, analytics_enabled=False,
                    delete_cache=(settings.temp_file_check_s, max(1, int(settings.temp_file_ttl_s)))) as demo:
         gr.Markdown(I18N("title"), elem_id="title")
         gr.Markdown(I18N("subtitle"))
