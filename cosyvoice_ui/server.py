@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import hmac
+import inspect
 import logging
 import os
 import tempfile
@@ -85,6 +86,13 @@ def _forget_unreadable_sessions(demo: gr.Blocks) -> None:
     for session_hash in list(queue.pending_event_ids_session):
         if session_hash not in queue.pending_messages_per_session:
             queue.pending_event_ids_session.pop(session_hash, None)
+
+
+# Gradio's run history (6.31 has it) made routes with no login check that call the Hugging Face Hub
+# with the host's own token, and kept every user's text and audio in the browser (helper-110). A
+# Gradio before it has neither the feature nor the argument.
+_NO_RUN_HISTORY = ({"run_history": False} if "run_history" in inspect.signature(gr.mount_gradio_app).parameters
+                   else {})
 
 
 def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor) -> fastapi.FastAPI:
@@ -195,11 +203,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                                max_file_size=int(settings.max_upload_bytes),
                                server_name=settings.host, server_port=settings.port,
                                footer_links=["api"], css=PAGE_CSS, js=page_js,
-                               app_kwargs={"openapi_url": None},
-                               # Gradio's run history made routes with no login check that call the
-                               # Hugging Face Hub with the host's own token, and saved every user's
-                               # text and audio in the browser (helper-110).
-                               run_history=False)
+                               app_kwargs={"openapi_url": None}, **_NO_RUN_HISTORY)
     # Gradio refuses API file parameters outside its upload folder only for a Blocks that has
     # "launched"; mounting never sets the flag, so without this any caller could make the server
     # read (or hang on) any file it can open: /etc/passwd, /dev/zero (tests/test_api_file_paths.py).
