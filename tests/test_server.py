@@ -197,3 +197,10 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
             assert r.status_code == 404, r.text[:300]
         assert not (tmp_path / "deep_links").exists()
         assert http.get("/gradio_api/dev/reload").status_code == 404
+        # Gradio's startup ran again on this route's first call, a second queue loop losing the running
+        # requests' progress; its custom-component route printed any path to the log (helper-112).
+        assert http.get("/gradio_api/startup-events").status_code == 404
+        for _ in range(3):
+            r = http.get("/gradio_api/custom_component/" + "Q" * 5000 + "/client/b/c")
+            assert r.status_code == 404, r.text[:300]
+        assert "QQQQ" not in app.log_path.read_text()

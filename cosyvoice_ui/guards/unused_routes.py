@@ -6,13 +6,21 @@
   (helper-108). The page has no deep-link button.
 - ``GET /gradio_api/dev/reload`` is Gradio's reload watcher for ``gradio app.py`` (dev mode); each
   stream polls every 50 ms for as long as it is held open, and anyone could open them (helper-108).
+- ``GET /gradio_api/startup-events`` ran Gradio's startup again on its first call (mounting never
+  marks it done), with no login check: a second queue loop, and the running requests' progress,
+  notes and withdrawal on leaving were lost (helper-112). The app starts Gradio itself.
+- ``GET /gradio_api/custom_component/...`` printed the caller's path to the log before any check,
+  with no login and no limit (6 MB in 2.2 s, escape characters raw; helper-112). The page has no
+  custom components.
 """
 
 from __future__ import annotations
 
 from .asgi_requests import answer_json, route_path
 
-UNUSED = ("/gradio_api/deep_link", "/gradio_api/dev/reload")
+UNUSED = ("/gradio_api/deep_link", "/gradio_api/dev/reload", "/gradio_api/startup-events",
+          "/gradio_api/custom_component")
+UNUSED_BELOW = "/gradio_api/custom_component/"
 
 
 class UnusedGradioRoutes:
@@ -22,7 +30,8 @@ class UnusedGradioRoutes:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and route_path(scope).rstrip("/") in UNUSED:
+        path = route_path(scope).rstrip("/") if scope["type"] == "http" else ""
+        if path in UNUSED or path.startswith(UNUSED_BELOW):
             await answer_json(send, 404, "Not Found: this app does not serve this Gradio route.")
             return
         await self.app(scope, receive, send)
