@@ -211,6 +211,11 @@ def test_a_cut_wav_is_used_with_a_note_that_it_is_cut(tmp_path):
     (tmp_path / "cut_short.wav").write_bytes(whole[:30_000])
     message = _refused(tmp_path / "cut_short.wav", "s of sound", "ends before its header says (8.6 s declared, 0.3 s present)")
     assert "upload the whole file" in message, message
+    # With 5,000 bytes of JUNK before the format chunk (helper-112: only the first 4 KiB were read).
+    padded = bytes(_junk_before_fmt(bytearray(whole), 5000))
+    (tmp_path / "cut_padded.wav").write_bytes(padded[: len(whole) // 3 + 5008])
+    prompt = load_prompt_audio(str(tmp_path / "cut_padded.wav"))
+    assert any("ends before its header says (8.6 s declared, 2.9 s present)" in n for n in prompt.notes), prompt.notes
 
 
 def test_text_named_mp3_is_not_called_missing(tmp_path):
@@ -580,30 +585,43 @@ def test_files_joined_one_after_another_are_used_whole(speech, tmp_path, kind):
     assert np.isclose(level(whole), level(single), rtol=0.15)
 
 
-def test_a_wav_header_whose_sample_size_does_not_fit_its_frames_is_refused(tmp_path):
+def _junk_before_fmt(data: bytearray, junk_bytes: int) -> bytearray:
+    """``data`` (a WAV whose fmt chunk comes first) with a JUNK chunk of ``junk_bytes`` before it,
+    as editors write bext/iXML/JUNK chunks; the RIFF size grows with it."""
+    if not junk_bytes:
+        return data
+    out = data[:12] + b"JUNK" + junk_bytes.to_bytes(4, "little") + bytes(junk_bytes) + data[12:]
+    out[4:8] = (int.from_bytes(data[4:8], "little") + 8 + junk_bytes).to_bytes(4, "little")
+    return out
+
+
+# 5,000 bytes of JUNK before "fmt ": the checks read only the first 4 KiB and missed it there (helper-112).
+@pytest.mark.parametrize("junk_bytes", [0, 5000])
+def test_a_wav_header_whose_sample_size_does_not_fit_its_frames_is_refused(tmp_path, junk_bytes):
     """A WAV whose header declares 7 bits per sample in 2-byte frames was read a byte at a time:
     17 s of noise from an 8.6 s prompt, accepted (forty-seventh newcomer session)."""
     data = bytearray((PROMPTS_DIR / "xtts_male.wav").read_bytes())
     assert data[34:36] == (16).to_bytes(2, "little")  # the fmt chunk's bits per sample
     data[34] = 7
     path = tmp_path / "damaged.wav"
-    path.write_bytes(bytes(data))
+    path.write_bytes(bytes(_junk_before_fmt(data, junk_bytes)))
     with pytest.raises(InputError, match="damaged: its header declares 7 bits per sample in frames of 2 byte"):
         load_prompt_audio(str(path))
 
 
+@pytest.mark.parametrize("junk_bytes", [0, 5000])
 @pytest.mark.parametrize("offset, value, size, message", [
     (22, 65535, 2, "its header declares 65535 channels, where a recording has 1 or 2"),
     (22, 0, 2, "its header declares 0 channels"),
     (24, 4_000_000_000, 4, "its header declares a sample rate of 4000000000 Hz, which no recorder uses")])
-def test_a_wav_header_with_an_impossible_field_names_it(offset, value, size, message, tmp_path):
+def test_a_wav_header_with_an_impossible_field_names_it(offset, value, size, message, junk_bytes, tmp_path):
     """A WAV header claiming 65535 channels or a 4 GHz rate got the generic "could not be decoded"
     (libsndfile: "Too many channels specified", "SF_INFO struct incomplete"; helper-105)."""
     data = bytearray((PROMPTS_DIR / "xtts_male.wav").read_bytes())
     assert data[12:16] == b"fmt " and data[22:24] == (1).to_bytes(2, "little")  # mono PCM, fmt chunk first
     data[offset:offset + size] = value.to_bytes(size, "little")
     path = tmp_path / "damaged.wav"
-    path.write_bytes(bytes(data))
+    path.write_bytes(bytes(_junk_before_fmt(data, junk_bytes)))
     with pytest.raises(InputError, match=f"damaged: {message}"):
         load_prompt_audio(str(path))
 

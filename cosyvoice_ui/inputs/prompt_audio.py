@@ -218,24 +218,52 @@ def _too_many_samples(frames: int, channels: int, rate: int, at_least: bool = Fa
         "export it as mono at 48 kHz or less.")
 
 
+MAX_WAV_CHUNKS = 64  # a recording has a handful: fmt, data, LIST, bext, iXML, JUNK, ...
+
+
+def _wav_chunks(f):
+    """``(kind, offset of its data, declared size, byte order)`` of each chunk of the RIFF/RIFX
+    WAVE file ``f`` (opened binary), in file order, found by seeking from one chunk header to the
+    next, at most :data:`MAX_WAV_CHUNKS`; nothing for another kind of file. Editors put chunks of
+    any size (``bext``, ``iXML``, ``JUNK``) before ``fmt ``: reading only the first 4 KiB missed a
+    format chunk after 5,000 bytes of them, and the checks below with it (helper-112). Layout:
+    the RIFF header is 12 bytes, each chunk an 8-byte header (4-byte id, 4-byte size) and its data
+    padded to an even length (Microsoft's RIFF specification, 1991)."""
+    import struct
+
+    f.seek(0)
+    head = f.read(12)
+    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
+        return
+    order = "<" if head[:4] == b"RIFF" else ">"
+    at = 12
+    for _ in range(MAX_WAV_CHUNKS):
+        f.seek(at)
+        header = f.read(8)
+        if len(header) < 8:
+            return
+        kind, size = header[:4], struct.unpack(order + "I", header[4:])[0]
+        yield kind, at + 8, size, order
+        at += 8 + size + (size & 1)
+
+
 def _wav_header_problem(path: str) -> str | None:
     """Why a PCM WAV's format chunk cannot be right, or ``None``: its bytes per frame (block
     align) must be the channels times the bytes the declared sample size takes. libsndfile
     decodes what it is given: a header declaring 7 bits per sample in 2-byte frames was read a
     byte at a time, as 17 s of noise from an 8.6 s prompt, and accepted (forty-seventh newcomer
-    session). Only the first 4 KiB are read; a file without a PCM "fmt " chunk there passes."""
+    session). A file with no whole "fmt " chunk passes."""
     import struct
 
     with open(path, "rb") as f:
-        head = f.read(4096)
-    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
-        return None
-    order = "<" if head[:4] == b"RIFF" else ">"
-    at = 12
-    while at + 8 <= len(head):
-        kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
-        if kind == b"fmt " and at + 24 <= len(head):
-            tag, channels, rate, _, block_align, bits = struct.unpack(order + "HHIIHH", head[at + 8:at + 24])
+        for kind, data_at, _, order in _wav_chunks(f):
+            if kind != b"fmt ":
+                continue
+            f.seek(data_at)
+            body = f.read(16)
+            if len(body) < 16:
+                return None
+            tag, channels, rate, _, block_align, bits = struct.unpack(order + "HHIIHH", body)
             # Neither libsndfile ("Too many channels specified", "SF_INFO struct incomplete") nor
             # FFmpeg names the field; the file got the generic "could not be decoded" (helper-105).
             if not 0 < channels <= MAX_WAV_CHANNELS:
@@ -247,33 +275,28 @@ def _wav_header_problem(path: str) -> str | None:
                 return (f"its header declares {bits} bits per sample in frames of {block_align} byte(s) for "
                         f"{channels} channel(s), which do not fit together")
             return None
-        at += 8 + size + (size & 1)
     return None
 
 
 def _wav_shortfall(path: str) -> tuple[float, float] | None:
     """``(seconds the data chunk declares, seconds of it in the file)`` for a WAV whose file ends
     more than 0.1 s before its header says, else ``None``. Sizes 0 and 0xFFFFFFFF (writers that
-    stream without knowing the length) declare nothing. Only the first 4 KiB are read."""
+    stream without knowing the length) declare nothing."""
     import struct
 
+    byte_rate = 0
     with open(path, "rb") as f:
-        head = f.read(4096)
         file_bytes = os.fstat(f.fileno()).st_size
-    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
-        return None
-    order = "<" if head[:4] == b"RIFF" else ">"
-    at, byte_rate = 12, 0
-    while at + 8 <= len(head):
-        kind, size = head[at:at + 4], struct.unpack(order + "I", head[at + 4:at + 8])[0]
-        if kind == b"fmt " and at + 20 <= len(head):
-            byte_rate = struct.unpack(order + "I", head[at + 16:at + 20])[0]
-        elif kind == b"data":
-            present = file_bytes - (at + 8)
-            if byte_rate <= 0 or size in (0, 0xFFFFFFFF) or size - present <= 0.1 * byte_rate:
-                return None
-            return size / byte_rate, present / byte_rate
-        at += 8 + size + (size & 1)
+        for kind, data_at, size, order in _wav_chunks(f):
+            if kind == b"fmt ":
+                f.seek(data_at + 8)  # after the format tag, channels and sample rate
+                field = f.read(4)
+                byte_rate = struct.unpack(order + "I", field)[0] if len(field) == 4 else 0
+            elif kind == b"data":
+                present = file_bytes - data_at
+                if byte_rate <= 0 or size in (0, 0xFFFFFFFF) or size - present <= 0.1 * byte_rate:
+                    return None
+                return size / byte_rate, present / byte_rate
     return None
 
 
