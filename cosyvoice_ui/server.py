@@ -32,7 +32,7 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
-from .guards.session_hashes import ShortSessionHashes
+from .guards.call_bodies import ApiCallBodies
 from .guards.session_streams import OneStreamPerSession
 from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
@@ -122,7 +122,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        pending=lambda session: bool(demo._queue.pending_event_ids_session.get(session)))
     server_functions: dict[int, set[str]] = {}  # likewise
     app.add_middleware(KnownServerFunctions, functions=server_functions)  # an unknown one: 404, not a 500
-    app.add_middleware(ShortSessionHashes)  # no route keeps a state under a megabyte-long session hash
+    app.add_middleware(ApiCallBodies)  # no megabyte-long session hash, no number Gradio cannot answer about
     app.add_middleware(UnusedGradioRoutes)  # deep links (a file per call) and the dev-mode reload stream
     app.add_middleware(NoStreamedInput)  # no event takes streamed input: no one can swap another's
     app.add_middleware(LoginRequired)  # under --auth, also for Gradio's heartbeat stream

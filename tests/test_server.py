@@ -192,6 +192,14 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
         assert r.status_code == 200 and "event_id" in r.json(), r.text[:300]
         r = http.post("/gradio_api/component_server", files={"session_hash": (None, "b" * 100_000)})
         assert r.status_code == 400 and "takes a JSON object" in r.text, r.text[:300]
+        r = http.post("/gradio_api/component_server", content=b"",
+                      headers={"Content-Type": "multipart/form-data; boundary=x"})
+        assert r.status_code == 400 and "takes a JSON object" in r.text, r.text[:300]  # was a 500 (helper-112)
+        # A number JSON cannot carry back made Gradio's own validation error a 500 (helper-112).
+        for route in ("/gradio_api/queue/join", "/gradio_api/run/status", "/gradio_api/cancel"):
+            r = http.post(route, content=b'{"fn_index": 1e400, "data": [], "session_hash": "q"}',
+                          headers={"Content-Type": "application/json"})
+            assert r.status_code == 400 and "'fn_index' holds a number out of range" in r.text, (route, r.text[:300])
         for _ in range(3):
             r = http.get("/gradio_api/deep_link", params={"session_hash": "a" * 36})
             assert r.status_code == 404, r.text[:300]

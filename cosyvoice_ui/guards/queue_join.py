@@ -8,7 +8,7 @@ and Gradio's lists of answers no one can read are pruned as joins arrive.
   and logged a 14-line traceback for each (helper-82: 4,500 joins, 3.7 MB of log).
 
 A ``session_hash`` too long is refused before this, by the rule of every route that names a
-session (``session_hashes.py``). Every :data:`FORGET_EVERY` joins, the lists of sessions whose
+session (``call_bodies.py``). Every :data:`FORGET_EVERY` joins, the lists of sessions whose
 messages Gradio's own LRU has already dropped (answers no one can read any more) are dropped too
 (``forget``).
 """
