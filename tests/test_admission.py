@@ -58,6 +58,28 @@ def test_refuses_with_needed_and_available():
     assert "needs about 210 MiB" in message and "15 MiB is available" in message
 
 
+def test_one_record_far_above_the_rest_does_not_refuse_every_request():
+    """One "ok" record of 20 GiB among 98 (a line copied into --ledger, or a one-off spike) padded
+    every prediction: every request was refused, for good, as refusals add no records (helper-111).
+    From 10 records the largest under-estimate is set aside; a spike seen twice still counts."""
+    ledger = Ledger()
+    for c in (25, 50, 100, 200, 400) * 4:
+        ledger.add(record(c, 10 * MIB + c * MIB))
+    ledger.add(record(100, 20 * 1024 * MIB))
+    admission = Admission(ledger, lambda: 18_000 * MIB)
+    decision = admission.check(("x" * 200,))
+    assert decision.resplit_to_chars is None and decision.predicted_peak_bytes < 3_000 * MIB, decision
+    ledger.add(record(100, 20 * 1024 * MIB))  # twice: a real pattern, padded for
+    with pytest.raises(AdmissionError, match="Not enough free memory"):
+        admission.check(("x" * 200,))
+    few = Ledger()  # under 10 records every under-estimate counts
+    for c in (25, 50, 100, 200, 400):
+        few.add(record(c, 10 * MIB + c * MIB))
+    few.add(record(100, 20 * 1024 * MIB))
+    with pytest.raises(AdmissionError):
+        Admission(few, lambda: 18_000 * MIB).check(("x" * 200,))
+
+
 def test_running_app_refuses_when_reserve_leaves_nothing():
     from gradio_client import Client
 

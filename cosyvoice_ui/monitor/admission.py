@@ -5,7 +5,11 @@ held (``peak - memory before``: torch peak allocated on CUDA, RSS on the CPU). P
 memory grows with the longest segment the model sees, so a least-squares line
 ``extra_bytes = a + b * max_segment_chars`` is fitted to the last records of this engine and
 device, refreshed as records arrive. Until there are :data:`MIN_RECORDS` records a conservative
-default line is used. The prediction adds the fit's largest under-estimate seen so far.
+default line is used. The prediction adds the fit's largest under-estimate seen so far; from
+:data:`MIN_RECORDS_TO_SET_ONE_ASIDE` records on, the single largest is set aside (the second
+largest counts). One record far above the rest (a one-off spike, or a line copied from another
+machine into ``--ledger``) otherwise padded every prediction: every request was refused, and a
+refused request adds no record, so it stayed so, across Restarts and app restarts (helper-111).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ MIN_RECORDS = 5
 DEFAULT_INTERCEPT_BYTES = 512 * MIB
 DEFAULT_SLOPE_BYTES_PER_CHAR = 4 * MIB
 MIN_SEGMENT_CHARS = 20
+MIN_RECORDS_TO_SET_ONE_ASIDE = 10
 
 
 def extra_bytes(record: LedgerRecord) -> int | None:
@@ -37,7 +42,7 @@ def extra_bytes(record: LedgerRecord) -> int | None:
 class PeakFit:
     intercept_bytes: float
     slope_bytes_per_char: float
-    margin_bytes: float  # largest under-prediction on the fitted records
+    margin_bytes: float  # largest under-prediction on the fitted records (second largest from 10 on)
     records: int
 
     def predict(self, max_segment_chars: int) -> int:
@@ -59,7 +64,9 @@ def fit_peak(records: list[LedgerRecord], last: int = 200) -> PeakFit:
     if not (math.isfinite(slope) and math.isfinite(intercept)):  # no line through these points: the safe prior
         return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts))
     slope = max(slope, 0.0)  # memory does not shrink with longer text
-    margin = float(np.max(y - (intercept + slope * x)))
+    # The line stays fitted to every point (a spike pulls it up a little); only the pad sets one aside.
+    residuals = np.sort(y - (intercept + slope * x))
+    margin = float(residuals[-2] if len(residuals) >= MIN_RECORDS_TO_SET_ONE_ASIDE else residuals[-1])
     return PeakFit(float(intercept), float(slope), max(margin, 0.0), len(pts))
 
 
