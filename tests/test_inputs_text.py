@@ -350,6 +350,10 @@ def test_a_bare_tilde_line_is_a_scene_break_not_code():
     assert text == "Paragraph A. Paragraph B. Paragraph C."
     text, notes = _requested("Code:\n~~~python\nx = 1\n~~~\nDone.")
     assert text == "Code: Done."
+    # Four tildes or more were named "```", which the text did not hold (helper-111).
+    text, notes = _requested("Chapter one ends here.\n~~~~\nThe rest of the story.")
+    assert text == "Chapter one ends here. The rest of the story." and "~~~ (scene breaks)" in notes[0], notes
+    assert "```" not in notes[0], notes
 
 
 def test_a_reference_to_an_invisible_character_is_noted_as_nothing():

@@ -144,8 +144,10 @@ _MARKDOWN = (
     (re.compile(r"^[ \t]*(```|~~~(?=[ \t]*[\w{]))[^\n]*\n(?:.*?\n)??[ \t]*(?:```|~~~)[ \t]*$", re.M | re.S),
      lambda m: m.group() if m.group(1) == "~~~" and not m.group().rstrip().endswith("~~~") else _SENTENCE_BREAK,
      "``` code blocks (with their code)"),
-    (re.compile(r"^[ \t]*~~~[ \t]*$", re.M), _SENTENCE_BREAK, "~~~ (scene breaks)"),
-    (re.compile(r"^[ \t]*(?:```|~~~).*$", re.M), "", "```"),
+    # "~~~~" and longer too: it fell to the fence line below and was named "```" (helper-111).
+    (re.compile(r"^[ \t]*~{3,}[ \t]*$", re.M), _SENTENCE_BREAK, "~~~ (scene breaks)"),
+    (re.compile(r"^[ \t]*```.*$", re.M), "", "```"),
+    (re.compile(r"^[ \t]*~~~.*$", re.M), "", "~~~"),
     (re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.M), " ", "rules (---, ***)"),
     # Tables: the row under the header goes, each row ends a sentence, its cells a phrase each.
     (re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?$", re.M), "", "| tables |"),
