@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.stop(grace_s=1)
         monitor.stop()
         raise
-    if settings.host not in ("127.0.0.1", "localhost", "::1"):
+    loopback = settings.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback:
         ipv6 = ":" in settings.host
         # asyncio's server sets IPV6_V6ONLY on an IPv6 socket: on "::" IPv4 clients got no connection,
         # and the line read "serving on :::" (forty-fourth newcomer session).
@@ -227,13 +228,17 @@ def main(argv: list[str] | None = None) -> int:
                     " over IPv6 only (IPv4 clients cannot connect; --host 0.0.0.0 serves IPv4)" if ipv6 else "",
                     "" if settings.auth else ", without authentication (see --auth)",
                     "" if settings.metrics_token else "; /healthz and /metrics are open to it (see --metrics-token)")
+        if settings.allowed_hosts:  # the proxy warning below was wrong for clients that connect directly (helper-111)
+            log.warning("--allowed-host %s has no effect with --host %s: host names are checked only when serving "
+                        "on a loopback address (behind a proxy on the same machine); here any Host is answered",
+                        ", ".join(settings.allowed_hosts), settings.host)
     elif settings.allowed_hosts and not settings.metrics_token:
         # Behind a proxy the app is as public as the proxy makes it, and --auth leaves these two
         # routes open: a public demo showed its disk figures, queue and pids to anyone (helper-76).
         log.warning("answering to %s through a reverse proxy: /healthz and /metrics (the queue, pids, the "
                     "temporary folder's free space) are open to whoever the proxy lets through, --auth or not; "
                     "--metrics-token closes them", ", ".join(settings.allowed_hosts))
-    if settings.allowed_hosts and not settings.forwarded_allow_ips:
+    if settings.allowed_hosts and not settings.forwarded_allow_ips and loopback:
         log.warning("answering to %s without --forwarded-allow-ips: every client counts as the proxy's address "
                     "(the log names it; its 256 open heartbeats are shared by all); give the proxy's address, "
                     "such as --forwarded-allow-ips 127.0.0.1, to take the client's from X-Forwarded-For",

@@ -103,7 +103,7 @@ def _listening_addresses(pid: int, port: int) -> set[str]:
 
 @pytest.mark.parametrize("flags,addresses,warns", [
     ((), {"127.0.0.1"}, False),
-    (("--host", "0.0.0.0"), {"0.0.0.0"}, True),
+    (("--host", "0.0.0.0", "--allowed-host", "voices.example.org"), {"0.0.0.0"}, True),
 ], ids=["default", "0.0.0.0"])
 def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch, flags, addresses, warns):
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
@@ -114,6 +114,9 @@ def test_listens_on_loopback_unless_asked_and_then_says_so(tmp_path, monkeypatch
         log = app.log_path.read_text()
         assert ("reachable from the network, without authentication" in log) == warns, log
         assert ("/healthz and /metrics are open to it (see --metrics-token)" in log) == warns, log
+        # --allowed-host does nothing off loopback: said so, not the proxy warning (helper-111).
+        assert ("--allowed-host voices.example.org has no effect with --host 0.0.0.0" in log) == warns, log
+        assert "every client counts as the proxy's address" not in log, log
         # On loopback, a request naming a foreign host (a page that rebound its DNS name to
         # 127.0.0.1) is refused; helper-51's got 200 and CORS headers for that origin.
         foreign = httpx.post(app.url + "gradio_api/call/status", json={"data": []},
