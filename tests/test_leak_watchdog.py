@@ -71,3 +71,13 @@ def test_watchdog_logic_on_figures():
     found = [r for r in reports if r is not None]
     assert len(found) == 1 and found[0].baseline_bytes == 1000 and found[0].growth_bytes == 100
     assert w.observe(2, 5000) is None  # a new worker starts over
+
+
+def test_a_threshold_under_a_mebibyte_is_said_with_its_decimal():
+    """A --leak-threshold-mb of 0.5 was said as "threshold 0 MiB" in the log and the status (helper-111)."""
+    from cosyvoice_ui.monitor.leak import LeakReport
+
+    report = LeakReport(pid=7, baseline_bytes=300 * 2**20, current_bytes=300 * 2**20 + 3 * 2**19,
+                        threshold_bytes=2**19, requests=12)
+    text = report.describe()
+    assert "grew by 1.5 MiB over its baseline of 300 MiB (threshold 0.5 MiB, 12 requests)" in text, text

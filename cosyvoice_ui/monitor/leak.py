@@ -28,9 +28,14 @@ class LeakReport:
         return self.current_bytes - self.baseline_bytes
 
     def describe(self) -> str:
-        return (f"worker {self.pid} memory after requests grew by {self.growth_bytes / 2**20:,.0f} MiB over its "
-                f"baseline of {self.baseline_bytes / 2**20:,.0f} MiB (threshold {self.threshold_bytes / 2**20:,.0f} MiB, "
+        return (f"worker {self.pid} memory after requests grew by {_mib(self.growth_bytes)} MiB over its "
+                f"baseline of {_mib(self.baseline_bytes)} MiB (threshold {_mib(self.threshold_bytes)} MiB, "
                 f"{self.requests} requests)")
+
+
+def _mib(n_bytes: int) -> str:
+    """Bytes in MiB, with a decimal under 10 MiB: a --leak-threshold-mb of 0.5 read "threshold 0 MiB" (helper-111)."""
+    return f"{n_bytes / 2**20:,.1f}" if abs(n_bytes) < 10 * 2**20 else f"{n_bytes / 2**20:,.0f}"
 
 
 class LeakWatchdog:
