@@ -626,6 +626,82 @@ def test_a_wav_header_with_an_impossible_field_names_it(offset, value, size, mes
         load_prompt_audio(str(path))
 
 
+def _wav_variant(tmp_path, name: str, chunks: bytes) -> str:
+    """A RIFF WAVE file of ``chunks`` (id, size, data each) written to ``tmp_path / name``."""
+    import struct
+
+    path = tmp_path / name
+    path.write_bytes(b"RIFF" + struct.pack("<I", 4 + len(chunks)) + b"WAVE" + chunks)
+    return str(path)
+
+
+def test_a_damaged_format_chunk_is_found_behind_many_chunks_and_before_a_good_one(tmp_path):
+    """The chunk walk stopped after 64 chunks (libsndfile reads on), and a damaged format chunk
+    before a good one made libsndfile fail and FFmpeg take the second: both "7-bit" files were
+    read as 17 s of noise and accepted (helper-113)."""
+    import struct
+
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="int16")
+    pcm = samples.tobytes()
+
+    def fmt(bits=16):
+        return b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, sr, sr * 2, 2, bits)
+
+    data = b"data" + struct.pack("<I", len(pcm)) + pcm
+    empty_junk = b"JUNK" + struct.pack("<I", 0)
+    for name, chunks in (("after_65_chunks.wav", empty_junk * 65 + fmt(7) + data),
+                         ("bad_first.wav", fmt(7) + fmt() + data)):
+        with pytest.raises(InputError, match="damaged: its header declares 7 bits per sample"):
+            load_prompt_audio(_wav_variant(tmp_path, name, chunks))
+    with pytest.raises(InputError, match="damaged: its header has more than 10,000 chunks before its format chunk"):
+        load_prompt_audio(_wav_variant(tmp_path, "after_10001.wav", empty_junk * 10_001 + fmt(7) + data))
+    assert load_prompt_audio(_wav_variant(tmp_path, "after_200.wav", empty_junk * 200 + fmt() + data)).seconds > 8
+
+
+@pytest.mark.parametrize("container, fmt_data_at", [("RF64", None), ("W64", 64)])
+@pytest.mark.parametrize("field_at, value, size, message", [
+    (14, 7, 2, "7 bits per sample in frames of 2 byte"), (2, 0, 2, "0 channels"),
+    (4, 0, 4, "a sample rate of 0 Hz")])
+def test_rf64_and_wave64_headers_are_checked_as_wav_ones(container, fmt_data_at, field_at, value, size, message,
+                                                        tmp_path):
+    """RF64 (EBU) and Sony Wave64 files were not walked: a "7-bit" RF64 was read as noise and
+    accepted, and 0 channels or 0 Hz got the generic "could not be decoded" (helper-113)."""
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="int16")
+    good = tmp_path / f"good.{container.lower()}"
+    sf.write(good, samples, sr, format=container, subtype="PCM_16")
+    assert load_prompt_audio(str(good)).seconds > 7.5 and sf.info(good).format == container
+    data = bytearray(good.read_bytes())
+    at = fmt_data_at if fmt_data_at is not None else data.find(b"fmt ") + 8
+    assert data[at + 2:at + 4] == (1).to_bytes(2, "little")  # mono: the format chunk's channels
+    data[at + field_at:at + field_at + size] = value.to_bytes(size, "little")
+    damaged = tmp_path / f"damaged.{container.lower()}"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=f"damaged: its header declares {message}"):
+        load_prompt_audio(str(damaged))
+
+
+def test_a_file_of_countless_tiny_packets_is_refused_while_decoding(tmp_path):
+    """A 3 MB NUT file of 1-sample packets (1 M of them) took 164 s and +535 MB of the web process
+    per decode, two at a time, and an honest upload waited behind it (helper-113). Decoding stops
+    past 60,000 packets."""
+    import av
+
+    path = tmp_path / "tiny_packets.nut"
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="int16")
+    with av.open(str(path), "w", format="nut") as container:
+        stream = container.add_stream("pcm_s16le", rate=sr)
+        stream.layout = "mono"
+        for i in range(61_000):
+            frame = av.AudioFrame.from_ndarray(samples[i:i + 1].reshape(1, 1), format="s16", layout="mono")
+            frame.sample_rate, frame.pts = sr, i
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    with pytest.raises(InputError, match="cut into more than 60,000 audio packets .1.0 samples each so far."):
+        load_prompt_audio(str(path))
+
+
 def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):
     """xtts_male.wav at -53 dBFS (sample peak) was refused as "silent (its loudest moment is below
     -60 dBFS)" while a level meter showed speech: the figure is a 20 ms RMS level (helper-64)."""

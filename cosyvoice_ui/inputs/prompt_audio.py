@@ -43,6 +43,11 @@ MAX_DECODE_S = 120.0
 MAX_DECODE_SAMPLES = int(MAX_DECODE_S * 48_000 * 2)
 MAX_SOURCE_SAMPLE_RATE_HZ = 768_000
 MAX_WAV_CHANNELS = 1024  # libsndfile's SF_MAX_CHANNELS
+# Packets PyAV decodes for one track: 120 s in Opus's shortest (2.5 ms) frames is 48,000; AAC,
+# MP3 and Vorbis use 1,024-2,048 samples a packet (a few thousand). A NUT file of 1-sample packets
+# (3 MB, 1 M packets) took 164 s and +535 MB of the web process per decode, two at a time, and an
+# honest upload waited behind it (helper-113); Python's cost per packet is what grows.
+MAX_DECODE_FRAMES = 60_000
 # torchaudio's sinc resampler builds a kernel of size (from/gcd) x (to/gcd); for a rate sharing no
 # factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
 # of 50 Hz: a pitch error under 0.2 % at 16 kHz and above, far below what anyone hears.
@@ -141,7 +146,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
         errors.append(f"soundfile: {e}")
     else:
         data, sr, note = _all_of_joined_file(path, data, sr, container)
-        short = _wav_shortfall(path) if container in ("WAV", "WAVEX") else None
+        short = _wav_shortfall(path) if container in _WAVE_FORMATS else None
         if short is not None:
             # libsndfile reads what is there without a word: a third of a WAV was taken as a short
             # prompt, and nothing said the file was cut (helper-59).
@@ -149,15 +154,17 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
                    "present): it may be an incomplete copy or export; the part present was used.")
             note = f"{note} {cut}" if note else cut
         return data, sr, note, short
+    # Before PyAV: libsndfile refused a file whose first format chunk was damaged, and FFmpeg then
+    # read the second and took it (helper-113).
+    if problem := _wav_header_problem(path):
+        raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
+                         "or FLAC.")
     try:
         return (*_decode_with_pyav(path), None)
     except InputError:
         raise
     except Exception as e:
         errors.append(f"PyAV: {e}")
-    if problem := _wav_header_problem(path):
-        raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
-                         "or FLAC.")
     if errors == ["soundfile: no samples", "PyAV: no decodable audio frames"] and _wav_shortfall(path) is None:
         # A well-formed file with nothing recorded was called "not an audio file" (helper-106).
         raise InputError("The prompt audio file holds no sound at all (0 samples): it is a valid recording that "
@@ -218,33 +225,56 @@ def _too_many_samples(frames: int, channels: int, rate: int, at_least: bool = Fa
         "export it as mono at 48 kHz or less.")
 
 
-MAX_WAV_CHUNKS = 64  # a recording has a handful: fmt, data, LIST, bext, iXML, JUNK, ...
+_WAVE_FORMATS = ("WAV", "WAVEX", "RF64", "W64")  # libsndfile's names of the containers walked below
+MAX_WAV_CHUNKS = 10_000  # a recording has a handful: fmt, data, LIST, bext, iXML, JUNK, ...
+_W64_RIFF = b"riff\x2e\x91\xcf\x11\xa5\xd6\x28\xdb\x04\xc1\x00\x00"  # Sony Wave64's GUIDs
+_W64_WAVE = b"wave\xf3\xac\xd3\x11\x8c\xd1\x00\xc0\x4f\x8e\xdb\x8a"
+_TOO_MANY_CHUNKS = b""  # the kind yielded when MAX_WAV_CHUNKS pass with more to come
 
 
 def _wav_chunks(f):
-    """``(kind, offset of its data, declared size, byte order)`` of each chunk of the RIFF/RIFX
-    WAVE file ``f`` (opened binary), in file order, found by seeking from one chunk header to the
-    next, at most :data:`MAX_WAV_CHUNKS`; nothing for another kind of file. Editors put chunks of
-    any size (``bext``, ``iXML``, ``JUNK``) before ``fmt ``: reading only the first 4 KiB missed a
-    format chunk after 5,000 bytes of them, and the checks below with it (helper-112). Layout:
-    the RIFF header is 12 bytes, each chunk an 8-byte header (4-byte id, 4-byte size) and its data
-    padded to an even length (Microsoft's RIFF specification, 1991)."""
+    """``(kind, offset of its data, declared size, byte order)`` of each chunk of the WAVE file
+    ``f`` (opened binary), in file order, found by seeking from one chunk header to the next;
+    nothing for another kind of file. Editors put chunks of any size (``bext``, ``iXML``,
+    ``JUNK``) before ``fmt ``: reading only the first 4 KiB missed a format chunk after 5,000
+    bytes of them (helper-112). After :data:`MAX_WAV_CHUNKS` chunks with more to come it yields
+    ``(b"", ...)`` and stops: libsndfile reads on, past any limit a walk stops at (helper-113).
+
+    Layouts: RIFF/RIFX (Microsoft's RIFF specification, 1991) and RF64/BW64 (EBU Tech 3306, the
+    same chunks, sizes over 4 GiB in a ``ds64`` chunk): a 12-byte file header, then chunks of a
+    4-byte id, a 4-byte size and the data, padded to an even length. Sony Wave64 (libsndfile's
+    W64): a 40-byte header, then chunks of a 16-byte GUID (its first 4 bytes name it, ``fmt ``,
+    ``data``), an 8-byte size that counts the 24-byte header, and the data, padded to 8 bytes.
+    RF64 and W64 files were not walked at all, so their damaged headers went unchecked (helper-113).
+    """
     import struct
 
     f.seek(0)
-    head = f.read(12)
-    if head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
+    head = f.read(40)
+    if head[:4] in (b"RIFF", b"RIFX", b"RF64", b"BW64") and head[8:12] == b"WAVE":
+        order, at, wave64 = (">" if head[:4] == b"RIFX" else "<"), 12, False
+    elif head[:16] == _W64_RIFF and head[24:40] == _W64_WAVE:
+        order, at, wave64 = "<", 40, True
+    else:
         return
-    order = "<" if head[:4] == b"RIFF" else ">"
-    at = 12
     for _ in range(MAX_WAV_CHUNKS):
         f.seek(at)
-        header = f.read(8)
-        if len(header) < 8:
+        header = f.read(24 if wave64 else 8)
+        if len(header) < (24 if wave64 else 8):
             return
-        kind, size = header[:4], struct.unpack(order + "I", header[4:])[0]
-        yield kind, at + 8, size, order
-        at += 8 + size + (size & 1)
+        if wave64:
+            kind, size = header[:4], struct.unpack("<Q", header[16:24])[0] - 24
+            if size < 0:
+                return
+            yield kind, at + 24, size, order
+            at += 24 + size + (-(24 + size) % 8)
+        else:
+            kind, size = header[:4], struct.unpack(order + "I", header[4:])[0]
+            yield kind, at + 8, size, order
+            at += 8 + size + (size & 1)
+    f.seek(at)
+    if f.read(1):
+        yield _TOO_MANY_CHUNKS, at, 0, order
 
 
 def _wav_header_problem(path: str) -> str | None:
@@ -257,6 +287,8 @@ def _wav_header_problem(path: str) -> str | None:
 
     with open(path, "rb") as f:
         for kind, data_at, _, order in _wav_chunks(f):
+            if kind == _TOO_MANY_CHUNKS:
+                return f"its header has more than {MAX_WAV_CHUNKS:,} chunks before its format chunk"
             if kind != b"fmt ":
                 continue
             f.seek(data_at)
@@ -305,7 +337,7 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
     import soundfile as sf
 
     info = sf.info(path)
-    if info.format in ("WAV", "WAVEX") and (problem := _wav_header_problem(path)):
+    if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
     if info.samplerate > 0:
@@ -382,7 +414,12 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
         decoded = 0
-        for frame in container.decode(stream):
+        for frames, frame in enumerate(container.decode(stream), 1):
+            if frames > MAX_DECODE_FRAMES:
+                raise InputError(
+                    f"The prompt audio file is cut into more than {MAX_DECODE_FRAMES:,} audio packets "
+                    f"({decoded / max(frames - 1, 1):.1f} samples each so far), far more than any recorder writes: "
+                    "it cannot be read in reasonable time. Export the recording again as WAV, FLAC or MP3.")
             if first:
                 rate, first = frame.sample_rate or rate, False
             if (frame.format.name, frame.layout.name, frame.sample_rate) != setup:
