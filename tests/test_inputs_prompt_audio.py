@@ -702,6 +702,41 @@ def test_a_file_of_countless_tiny_packets_is_refused_while_decoding(tmp_path):
         load_prompt_audio(str(path))
 
 
+def test_an_m4a_whose_header_lists_millions_of_packets_is_refused_before_ffmpeg_opens_it(tmp_path):
+    """FFmpeg indexes every packet an MP4 lists when it opens it: an 18 KB M4A whose stsz box listed
+    20 million took the web process up 1.1 GB for 2.5 s per upload (helper-113)."""
+    import struct
+
+    import av
+
+    from cosyvoice_ui.inputs.mp4_tables import listed_audio_packets
+
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="float32")
+    good = tmp_path / "speech.m4a"
+    with av.open(str(good), "w", format="ipod") as container:
+        stream = container.add_stream("aac", rate=sr)
+        stream.layout = "mono"
+        for i in range(0, len(samples), 1024):
+            frame = av.AudioFrame.from_ndarray(samples[i:i + 1024].reshape(1, -1), format="flt", layout="mono")
+            frame.sample_rate, frame.pts = sr, i
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    listed = listed_audio_packets(str(good))
+    assert listed is not None and 100 < listed < 1000, listed  # 8.64 s of 1,024-sample packets
+    assert load_prompt_audio(str(good)).seconds > 7.5
+    data = bytearray(good.read_bytes())
+    at = data.find(b"stsz") + 4 + 8  # after the type: version and flags, sample size, then the count
+    assert struct.unpack(">I", data[at:at + 4])[0] == listed
+    data[at:at + 4] = struct.pack(">I", 20_000_000)
+    damaged = tmp_path / "damaged.m4a"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="damaged: its header lists 20,000,000 audio packets"):
+        load_prompt_audio(str(damaged))
+    assert listed_audio_packets(str(PROMPTS_DIR / "xtts_male.wav")) is None
+
+
 def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):
     """xtts_male.wav at -53 dBFS (sample peak) was refused as "silent (its loudest moment is below
     -60 dBFS)" while a level meter showed speech: the figure is a 20 ms RMS level (helper-64)."""

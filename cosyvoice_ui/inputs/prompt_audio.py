@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..glibc_heap import return_freed_heap
+from .mp4_tables import listed_audio_packets
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -159,6 +160,12 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
     if problem := _wav_header_problem(path):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
+    # FFmpeg indexes every packet an MP4 lists when it opens the file: 20 million listed in an
+    # 18 KB M4A took the web process up 1.1 GB (helper-113).
+    if (packets := listed_audio_packets(path)) is not None and packets > MAX_DECODE_FRAMES:
+        raise InputError(f"The prompt audio file is damaged: its header lists {packets:,} audio packets, far more than "
+                         f"a recording of {MAX_DECODE_S:.0f} s holds. Export the recording again as WAV, FLAC, MP3 "
+                         "or M4A.")
     try:
         return (*_decode_with_pyav(path), None)
     except InputError:
