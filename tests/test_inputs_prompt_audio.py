@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -702,18 +704,12 @@ def test_a_file_of_countless_tiny_packets_is_refused_while_decoding(tmp_path):
         load_prompt_audio(str(path))
 
 
-def test_an_m4a_whose_header_lists_millions_of_packets_is_refused_before_ffmpeg_opens_it(tmp_path):
-    """FFmpeg indexes every packet an MP4 lists when it opens it: an 18 KB M4A whose stsz box listed
-    20 million took the web process up 1.1 GB for 2.5 s per upload (helper-113)."""
-    import struct
-
+def _speech_m4a(path) -> None:
+    """xtts_male.wav as AAC in an M4A (8.64 s, about 400 packets of 1,024 samples)."""
     import av
 
-    from cosyvoice_ui.inputs.mp4_tables import listed_audio_packets
-
     samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="float32")
-    good = tmp_path / "speech.m4a"
-    with av.open(str(good), "w", format="ipod") as container:
+    with av.open(str(path), "w", format="ipod") as container:
         stream = container.add_stream("aac", rate=sr)
         stream.layout = "mono"
         for i in range(0, len(samples), 1024):
@@ -723,18 +719,65 @@ def test_an_m4a_whose_header_lists_millions_of_packets_is_refused_before_ffmpeg_
                 container.mux(packet)
         for packet in stream.encode(None):
             container.mux(packet)
-    listed = listed_audio_packets(str(good))
-    assert listed is not None and 100 < listed < 1000, listed  # 8.64 s of 1,024-sample packets
+
+
+def _m4a_variants(good: bytes):
+    """``(name, bytes, message)``: the speech M4A with its tables made to claim what FFmpeg would
+    index at open (helper-113, helper-115)."""
+    import struct
+
+    def patched(data: bytes, box: bytes, offset: int, value: bytes) -> bytes:
+        out = bytearray(data)
+        at = out.find(box) + 4 + offset  # the box's data starts 4 bytes after its type
+        out[at:at + len(value)] = value
+        return bytes(out)
+
+    millions = struct.pack(">I", 20_000_000)
+    stsz = patched(good, b"stsz", 8, millions)
+    yield "stsz.m4a", stsz, "its header lists 20,000,000 packets in a track"
+    yield "vide_track.m4a", patched(stsz, b"hdlr", 8, b"vide"), "its header lists 20,000,000 packets in a track"
+    yield "stz2.m4a", patched(stsz, b"stsz", -4, b"stz2"), "its header lists 20,000,000 packets in a track"
+    yield "unknown_first.m4a", b"\0\0\0\x08abcd" + stsz, "its header lists 20,000,000 packets in a track"
+    yield "cmov.m4a", patched(good, b"mvhd", -4, b"cmov"), "its header is compressed (cmov)"
+    ftyp_end = struct.unpack(">I", good[:4])[0]
+    yield ("many_boxes.m4a", good[:ftyp_end] + b"\0\0\0\x08free" * 10_001 + good[ftyp_end:],
+           "its header has more than 10,000 boxes")
+    if b"elst" in good:
+        yield "edits.m4a", patched(good, b"elst", 4, struct.pack(">I", 100_000)), "a track's edit list has 100,000 entries"
+
+
+def test_an_m4a_whose_header_lists_millions_of_packets_is_refused_before_ffmpeg_opens_it(tmp_path):
+    """FFmpeg indexes every packet an MP4 lists when it opens it: an 18 KB M4A whose stsz box listed
+    20 million took the web process up 1.1 GB for 2.5 s per upload (helper-113); the same through
+    a video track's table, stz2, an unknown first box, a compressed header, 10,000 boxes that used
+    up the walk, and 100,000 edits each copying the index (+693 MB; helper-115)."""
+    from cosyvoice_ui.inputs.mp4_tables import header_problem
+
+    good = tmp_path / "speech.m4a"
+    _speech_m4a(good)
+    assert header_problem(str(good), 60_000) is None
     assert load_prompt_audio(str(good)).seconds > 7.5
-    data = bytearray(good.read_bytes())
-    at = data.find(b"stsz") + 4 + 8  # after the type: version and flags, sample size, then the count
-    assert struct.unpack(">I", data[at:at + 4])[0] == listed
-    data[at:at + 4] = struct.pack(">I", 20_000_000)
-    damaged = tmp_path / "damaged.m4a"
-    damaged.write_bytes(bytes(data))
-    with pytest.raises(InputError, match="damaged: its header lists 20,000,000 audio packets"):
-        load_prompt_audio(str(damaged))
-    assert listed_audio_packets(str(PROMPTS_DIR / "xtts_male.wav")) is None
+    assert header_problem(str(PROMPTS_DIR / "xtts_male.wav"), 60_000) is None
+    names = []
+    for name, data, message in _m4a_variants(good.read_bytes()):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError, match=re.escape(f"damaged: {message}")):
+            load_prompt_audio(str(tmp_path / name))
+        names.append(name)
+    assert len(names) >= 6, names
+
+
+def test_a_decode_past_its_time_is_stopped_with_a_message(tmp_path, monkeypatch):
+    """A 20 MB Matroska file of 4 speech tracks and 17.85 million laced subtitle packets took 41 s
+    to decode, under every other limit, and was accepted; an honest upload waited 105 s behind two
+    (helper-115). PyAV's decode of one file stops after MAX_PYAV_DECODE_S (here set to 0)."""
+    from cosyvoice_ui.inputs import prompt_audio
+
+    good = tmp_path / "speech.m4a"
+    _speech_m4a(good)
+    monkeypatch.setattr(prompt_audio, "MAX_PYAV_DECODE_S", 0.0)
+    with pytest.raises(InputError, match="took more than 0 s to decode"):
+        load_prompt_audio(str(good))
 
 
 def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):
