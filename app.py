@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui import log_throttle
 
     log_throttle.throttle_library_logger("python_multipart.multipart")  # a line per broken upload otherwise
+    from cosyvoice_ui.duration_text import duration_text
     from cosyvoice_ui.engines import engine_capabilities
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
@@ -195,7 +196,15 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(stop.signum, signal.SIG_DFL)
             os.kill(os.getpid(), stop.signum)
         return 130  # SIGINT: as a shell reports a Ctrl-C, as after a drain while serving
-    if not ready:
+    retrying = (not ready and settings.retry_failed_load_after_s is not None
+                and supervisor.status()["state"] == "failed")
+    if retrying:
+        # Asked for an unattended page that heals by itself: the first load is no exception (it
+        # exited with status 2, never tried again; helper-114).
+        log.warning("the model could not be loaded (%s); serving anyway, in the failed state: it is loaded again %s "
+                    "after each failure (--retry-failed-load-after), or at once with Restart",
+                    supervisor.status()["last_error"], duration_text(settings.retry_failed_load_after_s))
+    elif not ready:
         # A model that cannot load at start (no GPU for --device cuda, a bad engine) is a
         # configuration error: say so and exit instead of serving a page that cannot work.
         print(f"error: {supervisor.status()['last_error']}", file=sys.stderr)

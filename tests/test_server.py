@@ -212,3 +212,40 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
             r = http.get("/gradio_api/custom_component/" + "Q" * 5000 + "/client/b/c")
             assert r.status_code == 404, r.text[:300]
         assert "QQQQ" not in app.log_path.read_text()
+
+
+def test_a_first_load_that_fails_is_retried_with_retry_failed_load_after(tmp_path):
+    """With --retry-failed-load-after, a model that could not be loaded at start exited the app
+    with status 2, never tried again (helper-114): the unattended page the flag is for stayed down.
+    It now serves in the failed state and loads again by itself; without the flag it still exits."""
+    from .conftest import RunningApp
+
+    env = {"FAULT_ENGINE_DIR": str(tmp_path)}
+    (tmp_path / "fail_load").write_text("")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--retry-failed-load-after", "2", env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (app.proc.poll() is None and _failed(app)):
+            assert app.proc.poll() is None, app.log_path.read_text()[-2000:]
+            time.sleep(0.3)
+        status = app.status()
+        assert status["state"] == "failed" and status["next_load_retry_s"] is not None, status
+        assert "serving anyway, in the failed state" in app.log_path.read_text()
+        (tmp_path / "fail_load").unlink()
+        assert app.wait_healthy(60)["state"] == "ready"
+        assert Client(app.url, verbose=False).predict(text="Loaded after all.", api_name="/synthesize")[0]
+    finally:
+        app.stop()
+    (tmp_path / "fail_load").write_text("")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", env=env)  # no flag: a configuration error
+    try:
+        assert app.proc.wait(timeout=120) == 2, app.log_path.read_text()[-2000:]
+    finally:
+        app.stop()
+
+
+def _failed(app) -> bool:
+    try:
+        return app.status().get("state") == "failed"
+    except Exception:  # not listening yet
+        return False
