@@ -131,6 +131,10 @@ def test_metrics_in_prometheus_format(client, app_server):
     assert families["cosyvoice_ui_worker_rss_bytes"].samples[0].value > 10 * 2**20
     assert "cosyvoice_ui_request_duration_seconds" in families
     assert "cosyvoice_ui_queue_depth" in families and "cosyvoice_ui_worker_restarts" in families
+    # The web process, which Restart does not replace, had no figure here (helper-114).
+    web_rss = families["process_resident_memory_bytes"].samples[0].value
+    assert 100 * 2**20 < web_rss < 4 * 2**30, web_rss
+    assert families["process_open_fds"].samples[0].value > 0
 
 
 def test_free_cache_api(client):

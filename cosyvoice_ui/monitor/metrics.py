@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from .ledger import LedgerRecord
@@ -26,7 +26,8 @@ class Metrics:
         self._status = status
         self._monitor = monitor
         self.request_duration = Histogram(
-            f"{PREFIX}_request_duration_seconds", "Synthesis time of finished requests in the worker",
+            f"{PREFIX}_request_duration_seconds", "Synthesis time of finished requests in the worker (not "
+            "the time queued or loading)",
             buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 60, 120, 300), registry=self.registry)
         self.real_time_factor = Histogram(
             f"{PREFIX}_real_time_factor", "Synthesis seconds per second of audio",
@@ -38,6 +39,9 @@ class Metrics:
         self.oom = Counter(f"{PREFIX}_out_of_memory", "Requests that ran out of device or host memory",
                            registry=self.registry)
         self.registry.register(_StateCollector(self))
+        # The web process's own memory, CPU, open files and start time (process_*): the part a
+        # Restart does not replace, and the one to watch over days; /metrics had none (helper-114).
+        ProcessCollector(registry=self.registry)
 
     def observe(self, record: LedgerRecord) -> None:
         """Count a finished request (a :class:`~.ledger.Ledger` listener). The ledger's leak rows
