@@ -204,6 +204,9 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
             r = http.post(route, content=b'{"fn_index": 1e400, "data": [], "session_hash": "q"}',
                           headers={"Content-Type": "application/json"})
             assert r.status_code == 400 and "'fn_index' holds a number out of range" in r.text, (route, r.text[:300])
+        deep = b'{"fn_index": ' + b"[" * 900 + b"1e400" + b"]" * 900 + b', "data": [], "session_hash": "q"}'
+        r = http.post("/gradio_api/queue/join", content=deep, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and "'fn_index' holds a number out of range" in r.text, r.text[:300]
         for _ in range(3):
             r = http.get("/gradio_api/deep_link", params={"session_hash": "a" * 36})
             assert r.status_code == 404, r.text[:300]
