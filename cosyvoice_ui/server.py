@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from . import gradio_patches
 from .engines import engine_capabilities
 from .guards.arrival_order import NumberArrivals
+from .guards.call_bodies import ApiCallBodies
 from .guards.component_server import KnownServerFunctions
 from .guards.file_links import FileLinks
 from .guards.forwarded_prefix import ForwardedPrefix
@@ -32,7 +33,6 @@ from .guards.precise_cancel import PreciseCancel
 from .guards.queue_join import RefuseUnusableJoins
 from .guards.request_size_limit import RequestSizeLimit
 from .guards.rest_results import OneReaderPerResult
-from .guards.call_bodies import ApiCallBodies
 from .guards.session_streams import OneStreamPerSession
 from .guards.slow_clients import DeadlineH11Protocol
 from .guards.streamed_input import NoStreamedInput
