@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -722,8 +725,8 @@ def _speech_m4a(path) -> None:
 
 
 def _m4a_variants(good: bytes):
-    """``(name, bytes, message)``: the speech M4A with its tables made to claim what FFmpeg would
-    index at open (helper-113, helper-115)."""
+    """``(name, bytes)``: the speech M4A with its tables made to claim what FFmpeg indexes at open
+    (helper-113, helper-115)."""
     import struct
 
     def patched(data: bytes, box: bytes, offset: int, value: bytes) -> bytes:
@@ -732,45 +735,81 @@ def _m4a_variants(good: bytes):
         out[at:at + len(value)] = value
         return bytes(out)
 
-    millions = struct.pack(">I", 20_000_000)
-    stsz = patched(good, b"stsz", 8, millions)
-    yield "stsz.m4a", stsz, "its header lists 20,000,000 packets in a track"
-    yield "vide_track.m4a", patched(stsz, b"hdlr", 8, b"vide"), "its header lists 20,000,000 packets in a track"
-    yield "stz2.m4a", patched(stsz, b"stsz", -4, b"stz2"), "its header lists 20,000,000 packets in a track"
-    yield "unknown_first.m4a", b"\0\0\0\x08abcd" + stsz, "its header lists 20,000,000 packets in a track"
-    yield "cmov.m4a", patched(good, b"mvhd", -4, b"cmov"), "its header is compressed (cmov)"
+    # One chunk of 20 million packets of 100 bytes each: a constant size needs no table of sizes.
+    # Patched in place: the tables' old entries stay as bytes no one reads.
+    millions = 20_000_000
+    listed = patched(good, b"stts", 4, struct.pack(">III", 1, millions, 1024))
+    listed = patched(listed, b"stsc", 4, struct.pack(">IIII", 1, 1, millions, 1))
+    listed = patched(listed, b"stsz", 4, struct.pack(">II", 100, millions))
+    listed = patched(listed, b"stco", 4, struct.pack(">I", 1))
+    yield "listed.m4a", listed
+    yield "vide_track.m4a", patched(listed, b"hdlr", 8, b"vide")
+    yield "unknown_first.m4a", b"\0\0\0\x08abcd" + listed
+    yield "cmov.m4a", patched(good, b"mvhd", -4, b"cmov")
     ftyp_end = struct.unpack(">I", good[:4])[0]
-    yield ("many_boxes.m4a", good[:ftyp_end] + b"\0\0\0\x08free" * 10_001 + good[ftyp_end:],
-           "its header has more than 10,000 boxes")
+    yield "many_boxes.m4a", good[:ftyp_end] + b"\0\0\0\x08free" * 10_001 + good[ftyp_end:]
     if b"elst" in good:
-        yield "edits.m4a", patched(good, b"elst", 4, struct.pack(">I", 100_000)), "a track's edit list has 100,000 entries"
+        yield "edits.m4a", patched(good, b"elst", 4, struct.pack(">I", 100_000))
 
 
-def test_an_m4a_whose_header_lists_millions_of_packets_is_refused_before_ffmpeg_opens_it(tmp_path):
+# Decodes the files named in argv in a fresh interpreter, then prints its own peak RSS in KiB
+# (VmHWM, which exec resets; getrusage's ru_maxrss keeps the peak of the forked pytest process).
+_PEAK_SCRIPT = """
+import sys
+from cosyvoice_ui.errors import InputError
+from cosyvoice_ui.inputs.prompt_audio import decode_audio_file
+for path in sys.argv[1:]:
+    try:
+        decode_audio_file(path)
+        print("read", path)
+    except InputError as e:
+        print("refused", path, e)
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def test_files_built_to_make_ffmpeg_index_millions_of_packets_leave_the_web_process_as_it_was(tmp_path):
     """FFmpeg indexes every packet an MP4 lists when it opens it: an 18 KB M4A whose stsz box listed
-    20 million took the web process up 1.1 GB for 2.5 s per upload (helper-113); the same through
-    a video track's table, stz2, an unknown first box, a compressed header, 10,000 boxes that used
-    up the walk, and 100,000 edits each copying the index (+693 MB; helper-115)."""
-    from cosyvoice_ui.inputs.mp4_tables import header_problem
+    20 million took the web process up 1.1 GB per upload (helper-113); a walk of the boxes in front
+    of FFmpeg was got past through a video track's table, stz2, an unknown first box, a compressed
+    header, 10,000 boxes and 100,000 edits (+693 MB; helper-115). FFmpeg now runs in a child
+    process under a memory limit (inputs/pyav_process.py): each file is read or refused, and the
+    process that asked (a fresh interpreter, so that the peak is its own) stays far under that."""
+    good = tmp_path / "speech.m4a"
+    _speech_m4a(good)
+    paths = [str(good)]
+    for name, data in _m4a_variants(good.read_bytes()):
+        (tmp_path / name).write_bytes(data)
+        paths.append(str(tmp_path / name))
+    assert len(paths) >= 7, paths
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, *paths], capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    *outcomes, peak_kib = done.stdout.strip().splitlines()
+    assert outcomes[0] == f"read {good}", outcomes
+    assert [line.split()[1] for line in outcomes] == paths, outcomes
+    # Here it peaked at 37 MiB; with PyAV's decode in the same process, at 757 MiB (listed.m4a).
+    assert int(peak_kib) / 1024 < 300, (int(peak_kib) / 1024, outcomes)
+
+
+def test_a_decode_past_its_memory_limit_is_refused_with_a_message(tmp_path):
+    """The child that decodes with FFmpeg may add inputs.pyav_process.DECODE_MEMORY_MIB of address
+    space; past it the file is refused, saying so (here a limit of 1 MiB for an honest M4A)."""
+    from cosyvoice_ui.inputs.pyav_process import decode_in_child
 
     good = tmp_path / "speech.m4a"
     _speech_m4a(good)
-    assert header_problem(str(good), 60_000) is None
-    assert load_prompt_audio(str(good)).seconds > 7.5
-    assert header_problem(str(PROMPTS_DIR / "xtts_male.wav"), 60_000) is None
-    names = []
-    for name, data, message in _m4a_variants(good.read_bytes()):
-        (tmp_path / name).write_bytes(data)
-        with pytest.raises(InputError, match=re.escape(f"damaged: {message}")):
-            load_prompt_audio(str(tmp_path / name))
-        names.append(name)
-    assert len(names) >= 6, names
+    samples, rate, note = decode_in_child(str(good), 30)
+    assert samples.dtype == np.float32 and samples.shape[1] == 1 and samples.shape[0] / rate > 8.5 and note is None
+    with pytest.raises(InputError, match="needs more than 1 MiB of memory to decode"):
+        decode_in_child(str(good), 30, memory_mib=1)
 
 
 def test_a_decode_past_its_time_is_stopped_with_a_message(tmp_path, monkeypatch):
     """A 20 MB Matroska file of 4 speech tracks and 17.85 million laced subtitle packets took 41 s
     to decode, under every other limit, and was accepted; an honest upload waited 105 s behind two
-    (helper-115). PyAV's decode of one file stops after MAX_PYAV_DECODE_S (here set to 0)."""
+    (helper-115). PyAV's decode of one file, in its child process, is stopped after MAX_PYAV_DECODE_S
+    (here set to 0)."""
     from cosyvoice_ui.inputs import prompt_audio
 
     good = tmp_path / "speech.m4a"

@@ -14,13 +14,12 @@ import math
 import os
 import re
 import threading
-import time
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import BusyError, InputError
 from ..glibc_heap import return_freed_heap
-from .mp4_tables import header_problem as mp4_header_problem
+from .pyav_process import decode_in_child
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -50,10 +49,11 @@ MAX_WAV_CHANNELS = 1024  # libsndfile's SF_MAX_CHANNELS
 # (3 MB, 1 M packets) took 164 s and +535 MB of the web process per decode, two at a time, and an
 # honest upload waited behind it (helper-113); Python's cost per packet is what grows.
 MAX_DECODE_FRAMES = 60_000
-# Wall time for PyAV's decode of one file, all tracks: a 20 MB Matroska file of 4 speech tracks
-# and a subtitle track of 17.85 million laced 1-byte packets took 41 s, under every other limit,
-# and was accepted; an honest upload waited 105 s behind two of them (helper-115). Real prompts
-# take 0.1-0.4 s here.
+# Wall time for PyAV's decode of one file, all tracks, its child process's start included (see
+# pyav_process): a 20 MB Matroska file of 4 speech tracks and a subtitle track of 17.85 million
+# laced 1-byte packets took 41 s, under every other limit, and was accepted; an honest upload
+# waited 105 s behind two of them (helper-115). Real prompts take 0.5-0.8 s here, 0.4 s of it the
+# child's start.
 MAX_PYAV_DECODE_S = 10.0
 # torchaudio's sinc resampler builds a kernel of size (from/gcd) x (to/gcd); for a rate sharing no
 # factor with 24 kHz (47999 Hz) that is gigabytes. Such rates are treated as the nearest multiple
@@ -166,14 +166,9 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
     if problem := _wav_header_problem(path):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
-    # FFmpeg indexes every packet an MP4 lists when it opens the file: 20 million listed in an
-    # 18 KB M4A took the web process up 1.1 GB (helper-113).
-    if problem := mp4_header_problem(path, MAX_DECODE_FRAMES):
-        raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as WAV, FLAC, MP3 "
-                         "or M4A.")
     try:
-        return (*_decode_with_pyav(path), None)
-    except InputError:
+        return (*decode_in_child(path, MAX_PYAV_DECODE_S), None)
+    except (InputError, BusyError):
         raise
     except Exception as e:
         errors.append(f"PyAV: {e}")
@@ -206,8 +201,8 @@ def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
     if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
-        whole, rate, note = _decode_with_pyav(path)
-    except InputError:
+        whole, rate, note = decode_in_child(path, MAX_PYAV_DECODE_S)
+    except (InputError, BusyError):
         raise  # the whole file is too long (decoding stopped at 120 s)
     except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
         return data, sr, None
@@ -377,8 +372,9 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
     return data, int(sr), info.format
 
 
-def _decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
-    """Decode with PyAV; returns ``(samples, rate, note)``. A file with several audio tracks (a
+def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
+    """Decode with PyAV, in this process: :func:`.pyav_process.decode_in_child` runs it in a child
+    process, and nothing else should call it. Returns ``(samples, rate, note)``. A file with several audio tracks (a
     phone or screen recording with the microphone on the second track) gives its loudest of the
     first :data:`_MAX_TRACKS`: the first alone was a silent track, refused as silent (forty-sixth
     newcomer session). ``note`` names the track used, or is ``None`` for a single track."""
@@ -389,10 +385,9 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
     if not tracks:
         raise ValueError("no audio stream")
     best, failure = None, None
-    deadline = time.monotonic() + MAX_PYAV_DECODE_S  # for all tracks: each pass demuxes the whole file
     for index in range(min(tracks, _MAX_TRACKS)):
         try:
-            data, rate = _decode_pyav_track(path, index, deadline)
+            data, rate = _decode_pyav_track(path, index)
         except InputError:
             raise
         except Exception as e:  # a damaged track beside a good one: use the good one
@@ -413,7 +408,7 @@ def _decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
 _MAX_TRACKS = 4
 
 
-def _decode_pyav_track(path: str, index: int, deadline: float) -> tuple[np.ndarray, int]:
+def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
     import av
 
     with av.open(path, mode="r") as container:
@@ -428,11 +423,6 @@ def _decode_pyav_track(path: str, index: int, deadline: float) -> tuple[np.ndarr
         rate = stream.rate or stream.codec_context.sample_rate
         decoded = 0
         for frames, frame in enumerate(container.decode(stream), 1):
-            if time.monotonic() > deadline:
-                raise InputError(
-                    f"The prompt audio file took more than {MAX_PYAV_DECODE_S:.0f} s to decode (a recording takes well "
-                    "under one): it holds far more than its sound, such as millions of packets in other tracks. "
-                    "Export the recording again as WAV, FLAC or MP3.")
             if frames > MAX_DECODE_FRAMES:
                 raise InputError(
                     f"The prompt audio file is cut into more than {MAX_DECODE_FRAMES:,} audio packets "

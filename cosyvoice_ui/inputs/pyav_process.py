@@ -1,0 +1,170 @@
+"""Decoding prompt audio with FFmpeg (through PyAV) in a short-lived child process.
+
+What libsndfile cannot read (M4A/AAC, WebM, Matroska, most of what a phone or browser records)
+goes to FFmpeg, and FFmpeg trusts a file's tables: an 18 KB M4A listing 20 million packets took
+the web process up 1.1 GB when FFmpeg opened it (helper-113), and a walk of the MP4 boxes in
+front of it was got past eight ways (helper-115: +700 MB per 60 KB upload). Memory that a C
+library allocates in the web process stays there; a limit on one process does not. So FFmpeg
+runs in a child process of its own, started for one file, under an address-space limit
+(RLIMIT_AS) and a deadline, and only the samples come back, through a pipe.
+
+The child is a new interpreter (``subprocess``: fork and exec, so nothing of the web process's
+threads or state carries over), in a session of its own so that a Ctrl-C at the terminal reaches only the web
+process, whose drain then waits for it. It imports numpy, PyAV and :mod:`.prompt_audio`, never
+torch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from ..errors import BusyError, InputError
+
+# Address space the child may add once numpy, PyAV and FFmpeg's libraries are mapped. The largest
+# file the caps let through (two channels at 48 kHz for 119 s, as AAC, Opus or FLAC: 46 MB of
+# float32 out) decoded within 200 MiB and was refused at 100; files built to make FFmpeg index
+# millions of packets took 1.1 GB of the web process before, and stop here.
+DECODE_MEMORY_MIB = 512
+# CPU seconds past the deadline the child may use before the kernel stops it (SIGXCPU): a backstop
+# for a child whose web process was killed before it could end it.
+_CPU_MARGIN_S = 5
+_HEADER_LIMIT_BYTES = 64 * 1024
+_LOGGED_STDERR_BYTES = 2000
+
+log = logging.getLogger(__name__)
+
+
+def decode_in_child(path: str, deadline_s: float,
+                    memory_mib: int | None = None) -> tuple[np.ndarray, int, str | None]:
+    """Decode ``path`` with PyAV in a child process (see the module docstring).
+
+    Args:
+        path: the prompt audio file.
+        deadline_s: wall time for the whole child (start, decode, reply), in seconds; past it the
+            child is killed.
+        memory_mib: address space the child may add once started, in MiB; default
+            :data:`DECODE_MEMORY_MIB`.
+
+    Returns:
+        ``(samples, sample_rate_hz, note)``: float32 of shape ``(frames, channels)`` at the file's
+        own rate, and a note naming the track used of a file with several audio tracks (else
+        ``None``), as :func:`decode_with_pyav` returns them.
+
+    Raises:
+        InputError: a refusal :func:`decode_with_pyav` made (too long, too many samples or
+            packets), or the file took more than ``deadline_s`` or more than ``memory_mib`` of
+            memory, or the child ended with no reply (killed by a
+            signal, such as a crash inside FFmpeg).
+        BusyError: the child could not be started (no process, file handle or memory free).
+        ValueError: FFmpeg could not decode the file (its message): the caller tries other ways
+            and says the file is not audio.
+    """
+    memory_mib = DECODE_MEMORY_MIB if memory_mib is None else memory_mib
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    # One thread and arena each: every thread's malloc arena reserves 64 MiB of address space, which
+    # counts against the limit without holding anything.
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_ARENA_MAX="2")
+    command = [sys.executable, "-c",
+               "import sys; sys.path.insert(0, sys.argv[1]); "
+               "from cosyvoice_ui.inputs.pyav_process import child_main; child_main()",
+               root, path, str(deadline_s), str(memory_mib)]
+    started = time.monotonic()
+    try:
+        # stderr to a file, not a pipe: what the child says there is read only when it fails, and
+        # only its end, however much it wrote.
+        with tempfile.TemporaryFile() as stderr:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                  timeout=max(deadline_s, 0.001), start_new_session=True, check=False)
+            if done.returncode:
+                stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - _LOGGED_STDERR_BYTES))
+                log.warning("FFmpeg's child process for a prompt ended with status %s: %s", done.returncode,
+                            stderr.read().decode(errors="replace").strip() or "(nothing on stderr)")
+    except subprocess.TimeoutExpired:
+        raise _took_too_long(deadline_s) from None
+    except OSError as e:
+        raise BusyError(f"The server could not start its audio decoder just now ({e.strerror or e}). Send the "
+                        "request again in a minute, or upload the prompt as WAV or FLAC, which is read without it.") \
+            from None
+    header, _, body = done.stdout.partition(b"\n")
+    try:
+        reply = json.loads(header[:_HEADER_LIMIT_BYTES])
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL) or time.monotonic() - started > deadline_s:
+            raise _took_too_long(deadline_s)
+        how = (f"was stopped by {signal.Signals(-done.returncode).name}" if done.returncode < 0
+               else f"ended with status {done.returncode}")
+        raise InputError(f"The prompt audio file could not be decoded: FFmpeg {how} reading it (a damaged file, or "
+                         f"one that needs more than {memory_mib} MiB to read, far more than any recording). "
+                         "Export the recording again as WAV, FLAC or MP3.")
+    if "refused" in reply:
+        raise InputError(str(reply["refused"]))
+    if "memory" in reply:
+        raise InputError(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a "
+                         "recording needs under 200): it holds far more than its sound, such as tables of millions "
+                         "of packets. Export the recording again as WAV, FLAC or MP3.")
+    if "failed" in reply:
+        raise ValueError(str(reply["failed"]))
+    frames, channels = (int(n) for n in reply["shape"])
+    samples = np.frombuffer(body, dtype=np.float32)
+    if samples.size != frames * channels:
+        raise InputError("The prompt audio file could not be decoded: the decoder's reply was cut short. "
+                         "Send the request again.")
+    return samples.reshape(frames, channels).copy(), int(reply["rate"]), reply.get("note")
+
+
+def _took_too_long(deadline_s: float) -> InputError:
+    return InputError(
+        f"The prompt audio file took more than {deadline_s:.0f} s to decode (a recording takes well under one): it "
+        "holds far more than its sound, such as millions of packets in other tracks. Export the recording again as "
+        "WAV, FLAC or MP3.")
+
+
+def child_main() -> None:
+    """The child's side: limit its own memory and CPU time, decode, write one JSON line, then the
+    samples as raw float32 (C order, ``(frames, channels)``) to stdout. Arguments: ``root path
+    deadline_s memory_mib``."""
+    path, deadline_s, memory_mib = sys.argv[-3], float(sys.argv[-2]), int(sys.argv[-1])
+    import importlib
+
+    import psutil
+
+    importlib.import_module("av")  # mapped before the limit: FFmpeg's libraries take ~150 MiB of address space
+
+    from .prompt_audio import decode_with_pyav
+
+    # Set here, not in the parent between fork and exec (preexec_fn is unsafe in a threaded
+    # process); what the interpreter and its libraries already map is not counted against it.
+    address_space = psutil.Process().memory_info().vms + memory_mib * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    cpu_s = int(deadline_s) + _CPU_MARGIN_S
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+
+    out = sys.stdout.buffer
+    try:
+        data, rate, note = decode_with_pyav(path)
+    except InputError as e:
+        reply, data = {"refused": str(e)}, None
+    except MemoryError:  # PyAV's own (av.error.MemoryError, ENOMEM) is one too
+        reply, data = {"memory": True}, None
+    except Exception as e:  # noqa: BLE001 - FFmpeg's message goes back as it is
+        reply, data = {"failed": str(e)[:500]}, None
+    else:
+        data = np.ascontiguousarray(data, dtype=np.float32)
+        reply = {"shape": list(data.shape), "rate": int(rate), "note": note}
+    out.write(json.dumps(reply).encode() + b"\n")
+    if data is not None:
+        out.write(memoryview(data).cast("B"))
+    out.flush()
