@@ -270,6 +270,35 @@ def test_a_file_too_long_to_read_is_refused_for_its_length_as_a_file(speech, tmp
     _refused(tmp_path / "late.wav", "file is 134.0 s long", "files over 120 s are not read, silence included")
 
 
+def test_a_clip_cut_from_a_long_mp3_or_flac_with_a_byte_tool_is_used_with_a_note(tmp_path):
+    """The first ~8 s of a 180 s MP3 or FLAC cut with `head -c` keep the whole file's length in the
+    header: both were refused as "180.0 s long" without a sample read, and the FLAC's half packet
+    at the end made FFmpeg refuse it as not audio (helper-115). The part present is used, with a
+    note; the whole files are still refused for their length."""
+    import io
+
+    import av
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "f5_main.flac")
+    long = np.tile(np.concatenate([samples, np.zeros(sr // 2, np.float32)]), 40)[: 180 * sr].astype(np.float32)
+    sf.write(tmp_path / "long.flac", long, sr, subtype="PCM_16")
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="mp3") as container:
+        stream = container.add_stream("libmp3lame", rate=sr)
+        stream.layout = "mono"
+        frame = av.AudioFrame.from_ndarray(long[None, :], format="flt", layout="mono")
+        frame.sample_rate = sr
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            container.mux(packet)
+    (tmp_path / "long.mp3").write_bytes(buffer.getvalue())
+    for name, note in (("long.flac", "data is damaged or cut off after"), ("long.mp3", "header says it is 180.0 s long")):
+        _refused(tmp_path / name, "file is 180.0 s long")
+        whole = (tmp_path / name).read_bytes()
+        (tmp_path / f"cut_{name}").write_bytes(whole[: len(whole) * 8 // 180])
+        prompt = load_prompt_audio(str(tmp_path / f"cut_{name}"))
+        assert prompt.seconds > 4 and any(note in n and "the part" in n for n in prompt.notes), (name, prompt.notes)
+
+
 def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_path):
     """A 5 MB FLAC of 8 channels at 192 kHz (119.5 s, mostly silence) decoded to 734 MB of
     float32 and took the web process 2 GB higher per upload (thirty-second newcomer session)."""

@@ -115,7 +115,8 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
         ``(samples, sample_rate_hz, note, cut)`` with samples float32 of shape ``(frames, channels)``;
         ``note`` says which track of a file with several audio tracks was used, or that a WAV is
         cut short, else ``None``; ``cut`` is ``(seconds its header declares, seconds present)`` for
-        a WAV that ends more than 0.1 s early (libsndfile decodes the part present), else ``None``.
+        a WAV that ends more than 0.1 s early, or an MP3, FLAC or Ogg file 5 % and 0.25 s early
+        (libsndfile decodes the part present), else ``None``.
 
     Raises:
         InputError: no path, the file is gone (deleted after ``--temp-file-ttl``) or misnamed, not a file,
@@ -146,12 +147,13 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
     try:
-        data, sr, container = _decode_with_soundfile(path)
+        data, sr, container, stated_s = _decode_with_soundfile(path)
     except InputError:
         raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     else:
+        decoded_s = len(data) / sr
         data, sr, note = _all_of_joined_file(path, data, sr, container)
         short = _wav_shortfall(path) if container in _WAVE_FORMATS else None
         if short is not None:
@@ -159,6 +161,14 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
             # prompt, and nothing said the file was cut (helper-59).
             cut = (f"The prompt file ends before its header says ({short[0]:.1f} s declared, {short[1]:.1f} s "
                    "present): it may be an incomplete copy or export; the part present was used.")
+            note = f"{note} {cut}" if note else cut
+        elif (container not in _WAVE_FORMATS and stated_s is not None
+              and stated_s > _STATED_SLACK * decoded_s + _JOINED_EXTRA_S):
+            # A clip cut from a longer MP3, FLAC or Ogg file with a byte tool (helper-115).
+            short = (stated_s, decoded_s)
+            cut = (f"The prompt file's header says it is {stated_s:.1f} s long, but {decoded_s:.1f} s could be "
+                   "decoded: it may be cut from a longer file without its header rewritten, or an incomplete copy; "
+                   "the part present was used.")
             note = f"{note} {cut}" if note else cut
         return data, sr, note, short
     # Before PyAV: libsndfile refused a file whose first format chunk was damaged, and FFmpeg then
@@ -190,6 +200,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
 # files joined with cat), of which libsndfile decodes only the first.
 _JOINABLE_FORMATS = frozenset({"OGG", "FLAC", "MP3"})
 _JOINED_EXTRA_S = 0.25  # PyAV finding this much more audio means the file goes on after the first stream
+_STATED_SLACK = 1.05  # an MP3's Xing frame count may be a little off
 
 
 def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
@@ -339,8 +350,9 @@ def _wav_shortfall(path: str) -> tuple[float, float] | None:
     return None
 
 
-def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
-    """Decode with libsndfile; returns ``(samples, rate, container format as sf.info names it)``."""
+def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None]:
+    """Decode with libsndfile; returns ``(samples, rate, container format as sf.info names it,
+    seconds its header states or None)``."""
     import soundfile as sf
 
     info = sf.info(path)
@@ -352,11 +364,7 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
     # A FLAC whose header leaves the length open (written through a pipe) reports 2**63 - 1
     # frames: it was refused as "209146758205323.7 s long" (twenty-fourth newcomer session).
     length_known = 0 < info.frames < 2**62
-    if info.samplerate > 0 and length_known and info.frames > MAX_DECODE_S * info.samplerate:
-        raise _too_long(info.frames / info.samplerate)  # known from the header: do not decode
     channels = max(1, info.channels)
-    if info.samplerate > 0 and length_known and info.frames * channels > MAX_DECODE_SAMPLES:
-        raise _too_many_samples(info.frames, channels, info.samplerate)
     cap = (min(int(MAX_DECODE_S * info.samplerate), MAX_DECODE_SAMPLES // channels) + 1
            if info.samplerate > 0 else -1)
     # A 64-bit float file can hold finite values past float32's range (x1e300): read as float64,
@@ -366,10 +374,16 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str]:
     if data.size == 0:
         raise ValueError("no samples")
     if cap > 0 and data.shape[0] >= cap:
+        # The header's length is believed only once decoding reaches the cap: a clip cut with
+        # `head -c` from a 180 s MP3 or FLAC keeps the whole file's length in its header, and was
+        # refused as "180.0 s long" without a sample read (helper-115).
+        frames = info.frames if length_known and info.frames > data.shape[0] else data.shape[0]
+        at_least = frames == data.shape[0]
         if data.shape[0] * channels > MAX_DECODE_SAMPLES:
-            raise _too_many_samples(data.shape[0], channels, int(sr), at_least=True)
-        raise _too_long(data.shape[0] / sr, at_least=True)
-    return data, int(sr), info.format
+            raise _too_many_samples(frames, channels, int(sr), at_least=at_least)
+        raise _too_long(frames / sr, at_least=at_least)
+    stated_s = info.frames / info.samplerate if length_known and info.samplerate > 0 else None
+    return data, int(sr), info.format, stated_s
 
 
 def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
@@ -387,7 +401,7 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
     best, failure = None, None
     for index in range(min(tracks, _MAX_TRACKS)):
         try:
-            data, rate = _decode_pyav_track(path, index)
+            data, rate, damaged_at_s = _decode_pyav_track(path, index)
         except InputError:
             raise
         except Exception as e:  # a damaged track beside a good one: use the good one
@@ -395,20 +409,25 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
             continue
         power = float(np.mean(np.square(data, dtype=np.float64)))
         if best is None or power > best[2]:
-            best = (data, rate, power, index)
+            best = (data, rate, power, index, damaged_at_s)
     if best is None:
         raise failure
     note = None
     if tracks > 1:
         note = (f"The prompt file has {tracks} audio tracks; the loudest (track {best[3] + 1}) was used."
                 + (f" Only the first {_MAX_TRACKS} were read." if tracks > _MAX_TRACKS else ""))
+    if best[4] is not None:
+        damaged = (f"The prompt file's data is damaged or cut off after {best[4]:.1f} s (a clip cut from a longer "
+                   "file without its header rewritten, or an incomplete copy); the part before was used.")
+        note = f"{note} {damaged}" if note else damaged
     return best[0], best[1], note
 
 
 _MAX_TRACKS = 4
 
 
-def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
+def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | None]:
+    """One audio track as ``(samples, rate, seconds decoded before damaged data ended it or None)``."""
     import av
 
     with av.open(path, mode="r") as container:
@@ -421,8 +440,21 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
         resampler, setup, first = None, None, True
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
-        decoded = 0
-        for frames, frame in enumerate(container.decode(stream), 1):
+        decoded, frames, damaged_at_s = 0, 0, None
+        decoding = container.decode(stream)
+        while True:
+            try:
+                frame = next(decoding)
+            except StopIteration:
+                break
+            except av.error.InvalidDataError:
+                if not chunks:
+                    raise
+                # A clip cut with `head -c` ends in half a packet: FFmpeg decoded the 8 s before it
+                # and then raised, and the whole file was refused as not audio (helper-115).
+                damaged_at_s = decoded / rate
+                break
+            frames += 1
             if frames > MAX_DECODE_FRAMES:
                 raise InputError(
                     f"The prompt audio file is cut into more than {MAX_DECODE_FRAMES:,} audio packets "
@@ -460,7 +492,7 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int]:
     data = np.concatenate(chunks, axis=1).T.astype(np.float32, copy=False)
     if data.size == 0:
         raise ValueError("no samples")
-    return np.ascontiguousarray(data), int(rate)
+    return np.ascontiguousarray(data), int(rate), damaged_at_s
 
 
 RUMBLE_CUTOFF_HZ = 30.0
