@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.leak import LeakWatchdog
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
-    from cosyvoice_ui.server import build_app, close_joins, end_streams, undelivered_answers
+    from cosyvoice_ui.server import build_app, close_joins, end_streams, requests_being_checked, undelivered_answers
     from cosyvoice_ui.guards.slow_clients import DeadlineH11Protocol
     from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
 
@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                                             forwarded_allow_ips=list(settings.forwarded_allow_ips) or None),
                             drain, stopped, listening,
                             end_streams=lambda: end_streams(app), undelivered=lambda: undelivered_answers(app),
+                            being_checked=lambda: requests_being_checked(app),
                             close_joins=lambda: close_joins(app),
                             abort=lambda: supervisor.kill_worker("ended by the app on a second Ctrl-C"))
     interrupted = False
@@ -377,10 +378,11 @@ class DrainingServer(uvicorn.Server):
     the end of the shutdown instead, so the log always ends with a "stopped" line."""
 
     def __init__(self, config: uvicorn.Config, drain, stopped, listening, end_streams=lambda: None,
-                 abort=lambda: None, undelivered=lambda: 0, close_joins=lambda: None) -> None:
+                 abort=lambda: None, undelivered=lambda: 0, close_joins=lambda: None,
+                 being_checked=lambda: 0) -> None:
         super().__init__(config)
         self._end_streams = end_streams
-        self._undelivered, self._close_joins = undelivered, close_joins
+        self._undelivered, self._close_joins, self._being_checked = undelivered, close_joins, being_checked
         self._abort = abort
         self._exit_lock = threading.Lock()
         self._drain = drain
@@ -424,7 +426,13 @@ class DrainingServer(uvicorn.Server):
         # door: one joined now would be answered on a stream its client has yet to open.
         self._close_joins()
         deadline = time.monotonic() + ANSWERS_LEAVE_S
-        while self._undelivered() and time.monotonic() < deadline:
+        # A request whose prompt is still decoding gets the drain's answer once the decode ends
+        # (within its own deadline), not "Server stopped unexpectedly" (helper-113).
+        from cosyvoice_ui.inputs.prompt_audio import MAX_PYAV_DECODE_S
+
+        checks_deadline = deadline + MAX_PYAV_DECODE_S
+        while self._undelivered() and (time.monotonic() < deadline
+                                       or self._being_checked() and time.monotonic() < checks_deadline):
             await asyncio.sleep(0.05)
         self._end_streams()  # open tabs' heartbeats would hold the shutdown for its whole timeout
         await super().shutdown(sockets=sockets)

@@ -132,6 +132,7 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(OneReaderPerResult,  # a REST result read twice is told so, not left hanging,
                        owner_of=lambda event_id: _event_owner(demo, event_id))  # nor one of another session
     app.state.joins_closed = False  # set by close_joins at the end of a shutdown
+    app.state.being_checked = handlers.service.being_checked  # see requests_being_checked
     app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
                        joins_closed=lambda: app.state.joins_closed,  # and, at its very end, every request
                        on_refused=lambda path, fn_index=None:
@@ -362,6 +363,13 @@ def undelivered_answers(app: fastapi.FastAPI) -> int:
     client got an empty error (helper-77: 2 of 25 refusals, 4 clients, one SIGTERM)."""
     return sum(len(ids) for sub in _gradio_apps(app)
                for ids in sub.get_blocks()._queue.pending_event_ids_session.values())
+
+
+def requests_being_checked(app: fastapi.FastAPI) -> int:
+    """How many synthesis requests are still being validated on their way to the worker's queue
+    (``SynthesisService.being_checked``): a prompt decoding takes up to ``MAX_PYAV_DECODE_S``,
+    longer than the shutdown waits for other answers."""
+    return app.state.being_checked()
 
 
 def end_streams(app: fastapi.FastAPI) -> None:

@@ -96,6 +96,25 @@ class SynthesisService:
         # client id -> {arrival number: [arrival time (monotonic), started by a handler]}, for the
         # requests not yet in the worker's queue
         self._pending_turns: dict[str, dict[int, list]] = {}
+        self._checking = 0  # requests between their turn and the worker's queue (a prompt decoding)
+
+    def being_checked(self) -> int:
+        """How many requests are being validated (their prompt audio decoded, up to
+        ``MAX_PYAV_DECODE_S`` each) on their way to the worker's queue. The shutdown waits for them:
+        ended mid-decode, a request's client got Gradio's "Server stopped unexpectedly" instead of
+        the drain's answer (helper-113)."""
+        with self._open_lock:
+            return self._checking
+
+    @contextlib.contextmanager
+    def _being_checked(self):
+        with self._open_lock:
+            self._checking += 1
+        try:
+            yield
+        finally:
+            with self._open_lock:
+                self._checking -= 1
 
     def speakers(self) -> tuple[str, ...]:
         """The loaded model's pretrained speakers (empty for engines without any)."""
@@ -220,6 +239,7 @@ class SynthesisService:
             with contextlib.ExitStack() as stack:
                 turn = turn or stack.enter_context(self.turn(None))
                 turn.wait()
+                stack.enter_context(self._being_checked())
                 request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction,
                                                                       speed, seed, speaker)
                 request = dataclasses.replace(request, stream=stream)

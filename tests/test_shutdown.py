@@ -12,7 +12,7 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from .conftest import RunningApp, healthz, wait_for
+from .conftest import PROMPTS_DIR, RunningApp, healthz, wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -615,3 +615,69 @@ def test_every_request_sent_during_a_shutdown_gets_its_answer(tmp_path, monkeypa
         assert "Traceback" not in log and "graceful shutdown exceeded" not in log, log[-3000:]
     finally:
         app.stop()
+
+
+def _slow_to_decode(path) -> str:
+    """A NUT file of four tracks of 59,000 one-sample packets each (just under the packet cap):
+    FFmpeg's decode of its four tracks takes several seconds (6.5 s here), within the 10 s
+    deadline."""
+    import av
+    import soundfile as sf
+
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav", dtype="int16")
+    with av.open(str(path), "w", format="nut") as container:
+        streams = [container.add_stream("pcm_s16le", rate=sr) for _ in range(4)]
+        for stream in streams:
+            stream.layout = "mono"
+        for i in range(59_000):
+            for stream in streams:
+                frame = av.AudioFrame.from_ndarray(samples[i:i + 1].reshape(1, 1), format="s16", layout="mono")
+                frame.sample_rate, frame.pts = sr, i
+                for packet in stream.encode(frame):
+                    container.mux(packet)
+    return str(path)
+
+
+def test_a_request_whose_prompt_decodes_at_a_signal_gets_its_answer(tmp_path, monkeypatch):
+    """A request whose prompt was still decoding when SIGTERM came got Gradio's "Server stopped
+    unexpectedly" (gradio_client: KeyError), not the drain's answer (helper-113): the shutdown
+    waited 3 s for answers, and a decode takes up to 10 s. It now waits for requests being checked."""
+    from gradio_client import handle_file
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    slow = _slow_to_decode(tmp_path / "four_tracks.nut")
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
+    try:
+        app.wait_healthy()
+        outcome = {}
+
+        def send() -> None:
+            try:
+                outcome["result"] = Client(app.url, verbose=False).predict(
+                    text="Hello there.", prompt_audio=handle_file(slow), api_name="/synthesize")
+            except Exception as e:  # noqa: BLE001 - what the client was told is the point
+                outcome["error"] = f"{type(e).__name__}: {e}"
+
+        sending = threading.Thread(target=send)
+        sending.start()
+
+        def decoding() -> bool:
+            children = psutil.Process(app.proc.pid).children(recursive=True)
+            return any("pyav_process" in " ".join(_ignore_errors_value(child.cmdline, [])) for child in children)
+
+        wait_for(decoding, 60, "the prompt's decode in its child process")
+        app.proc.send_signal(signal.SIGTERM)
+        sending.join(60)
+        assert app.proc.wait(timeout=60) == -signal.SIGTERM
+        error = outcome.get("error", "")
+        # The drain's answer, or the decode's own refusal on a machine slower than its deadline.
+        assert "shutting down" in error or "to decode" in error, outcome
+    finally:
+        app.stop()
+
+
+def _ignore_errors_value(call, default):
+    try:
+        return call()
+    except psutil.Error:
+        return default
