@@ -43,7 +43,7 @@ class NumberArrivals:
         if not is_join(scope):
             await self.app(scope, receive, send)
             return
-        body, payload = await read_json(receive)
+        body, payload = await read_json(receive, scope)
         session, fn_index = join_fields(payload)
         if isinstance(session, str) and session and fn_index in self.numbered:
             scope["headers"].append((_HEADER, str(self.arrived(session)).encode()))

@@ -98,16 +98,28 @@ async def read_body(receive) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json(receive) -> tuple[bytes, dict | None]:
+_PARSED = "cosyvoice_ui.json_body"  # the scope key of read_json's last parse
+
+
+async def read_json(receive, scope: dict) -> tuple[bytes, dict | None]:
     """The whole request body, and the JSON object it holds (None when it is not one: the app
     below answers a malformed body itself). The one parser of the queue/join and cancel bodies
-    the guards look into (``{"session_hash", "fn_index", "event_id", ...}``)."""
+    the guards look into (``{"session_hash", "fn_index", "event_id", ...}``).
+
+    The parse is kept in ``scope`` (which :func:`with_length` copies on): a guard further in,
+    handed the same body by :func:`replay`, takes it instead of parsing it again (a join body of
+    up to the request limit went through ``json.loads`` in three guards). The payload is shared:
+    callers must not change it."""
     body = await read_body(receive)
+    parsed = scope.get(_PARSED)
+    if parsed is not None and parsed[0] == body:
+        return parsed
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):  # UnicodeDecodeError too; 5,000 nested "[" was a 500 (helper-95)
-        return body, None
-    return body, payload if isinstance(payload, dict) else None
+        payload = None
+    scope[_PARSED] = parsed = (body, payload if isinstance(payload, dict) else None)
+    return parsed
 
 
 _INT = pydantic.TypeAdapter(int)

@@ -69,7 +69,7 @@ class ApiCallBodies:
         if not (json_only or ((path.startswith(_API) or is_join(scope)) and not multipart)):
             await self.app(scope, receive, send)
             return
-        body, payload = await read_json(receive)
+        body, payload = await read_json(receive, scope)
         session = payload.get("session_hash") if payload else None
         if payload is None and json_only:  # an empty multipart body to component_server was a 500 (helper-112)
             await answer_json(send, 400, NOT_JSON)

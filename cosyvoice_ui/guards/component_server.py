@@ -32,7 +32,7 @@ class KnownServerFunctions:
         if scope["type"] != "http" or scope.get("method") != "POST" or route_path(scope).rstrip("/") != ROUTE:
             await self.app(scope, receive, send)
             return
-        body, payload = await read_json(receive)
+        body, payload = await read_json(receive, scope)
         component_id = lax_int(payload.get("component_id")) if payload else None
         fn_name = payload.get("fn_name") if payload else None
         if (component_id is not None and isinstance(fn_name, str)

@@ -58,7 +58,7 @@ class PreciseCancel:
         if scope["type"] != "http" or scope.get("method") != "POST" or route_path(scope) != "/gradio_api/cancel":
             await self.app(scope, receive, send)
             return
-        body, payload = await read_json(receive)
+        body, payload = await read_json(receive, scope)
         if payload is not None and not {"session_hash", "fn_index", "event_id"} <= payload.keys():
             payload = None  # Gradio answers a malformed body (422)
         if payload is not None:

@@ -57,7 +57,7 @@ class RefuseUnusableJoins:
         if not is_join(scope):
             await self.app(scope, receive, send)
             return
-        body, payload = await read_json(receive)
+        body, payload = await read_json(receive, scope)
         session, fn_index = join_fields(payload)
         if session == "":
             await answer_json(send, 400, EMPTY_SESSION)

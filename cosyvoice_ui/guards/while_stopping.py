@@ -45,7 +45,7 @@ class RefuseWhileStopping:
                 await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
                 return
             if is_join(scope) and self.joins_closed():
-                _, payload = await read_json(receive)
+                _, payload = await read_json(receive, scope)
                 fn_index = payload.get("fn_index") if payload else None
                 self.on_refused(path, fn_index)
                 await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
