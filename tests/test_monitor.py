@@ -141,6 +141,20 @@ def test_gpu_log_is_rotated_by_size(tmp_path):
         assert len(lines) > 2 and not lines[-1].startswith("#")
 
 
+def test_a_full_gpu_log_rotated_at_start_has_its_header_once(tmp_path):
+    """A --gpu-log already at its size when the app started was rotated by the start's header
+    line, and the new file got the header twice (helper-114). Its units are MiB (it said MB)."""
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    header = "# header\n# MiB\n"
+    (tmp_path / "gpu.log").write_text("x" * 3000)
+    gpu_log = GpuLog(str(tmp_path / "gpu.log"), 2000, header)
+    gpu_log.write("1 2 3\n")
+    gpu_log.close()
+    assert (tmp_path / "gpu.log").read_text() == header + "1 2 3\n"
+    assert (tmp_path / "gpu.log.1").read_text() == "x" * 3000
+
+
 def test_gpu_log_that_cannot_be_written_is_reported_once(caplog):
     """A full disk (/dev/full here) printed logging's traceback for every sample; now one error."""
     import logging

@@ -23,6 +23,7 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         self._failures = 0
         self._failures_before_outage = 0
         self._rotation_failed = False
+        self._writing_header = False  # the record being written is the header itself
         self.error: str | None = None  # the latest, while writing fails
 
     def doRollover(self) -> None:
@@ -41,7 +42,9 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
                             self.baseFilename, e, self.baseFilename)
         else:
             self._rotation_failed = False
-        if self.stream and self.stream.tell() == 0:  # the new file starts with the column names too
+        # The new file starts with the column names too, unless they are what is being written: a
+        # full file rotated at start had them twice (helper-114).
+        if self.stream and self.stream.tell() == 0 and not self._writing_header:
             self.stream.write(self._header)
 
     def _reopen_if_moved(self) -> None:
@@ -67,7 +70,7 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         # Only a new file gets the column names: after a failed rotation (the stream closed, the
         # file still full) the same file is opened again for every sample, and a header each time
         # grew it past the limit without end (twenty-fourth newcomer session).
-        if self.stream.tell() == 0:
+        if self.stream.tell() == 0 and not self._writing_header:
             self.stream.write(self._header)
 
     def handleError(self, record) -> None:
@@ -81,6 +84,7 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
             log.error("%s; samples are dropped until it works again", self.error)
 
     def emit(self, record) -> None:
+        self._writing_header = record.msg == self._header
         failures = self._failures
         try:
             self._reopen_if_moved()

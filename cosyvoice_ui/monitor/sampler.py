@@ -165,7 +165,7 @@ class MemoryMonitor:
 
 _DMON_HEADER = (
     "# Date       Time      gpu     fb  total     sm    mem    pwr   temp   wpid  wgpu   wrss  walloc  wres  webrss\n"
-    "# YYYYMMDD   HH:MM:SS  Idx     MB     MB      %      %      W      C    pid    MB     MB      MB    MB      MB\n"
+    "# YYYYMMDD   HH:MM:SS  Idx    MiB    MiB      %      %      W      C    pid   MiB    MiB     MiB   MiB     MiB\n"
 )
 
 
