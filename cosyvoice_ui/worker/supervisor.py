@@ -1022,7 +1022,9 @@ class Supervisor:
             if w is not None:
                 w.process.join(timeout=5)
             how = (w.killed_because if w and w.killed_because else None) or _describe_exit(w.process.exitcode if w else None)
-            log.error("worker %s died (%s)%s", w.process.pid if w else None, how, during if job else "")
+            # Ended by the app itself (a second Ctrl-C) is what was asked for: a warning, not an error (helper-114).
+            (log.warning if w and w.killed_because else log.error)(
+                "worker %s died (%s)%s", w.process.pid if w else None, how, during if job else "")
             with self._lock:
                 self._last_error = f"The worker died ({how})."
         if job is not None:
