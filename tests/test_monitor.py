@@ -4,6 +4,7 @@ has nvidia-smi dmon's shape."""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from cosyvoice_ui.monitor.nvml import NvmlReader
@@ -276,7 +277,10 @@ def test_plot_times_are_true_instants_and_the_ledger_names_the_server_zone(monke
         record = LedgerRecord(now, "embedded", "cpu", 5, 1, 5, 4.0, 1.0, 0.5, 0.5, None, None, 10, 1, "ok")
         table = formatting.ledger_frame([record])
         assert table.columns[0] == "time (server, UTC+08:00)"
-        assert table.iloc[0, 0] == "16:00:00"
+        # Another day's record (read back from --ledger) carries its date; today's the time alone (helper-114).
+        assert table.iloc[0, 0] == "2025-12-01 16:00:00"
+        now_record = LedgerRecord(time.time(), "embedded", "cpu", 5, 1, 5, 4.0, 1.0, 0.5, 0.5, None, None, 10, 1, "ok")
+        assert re.fullmatch(r"\d\d:\d\d:\d\d", formatting.ledger_frame([now_record]).iloc[0, 0])
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()

@@ -70,14 +70,19 @@ def server_zone(now_s: float | None = None) -> str:
 def ledger_frame(records: list, limit: int = 50) -> pd.DataFrame:
     """The ledger as a table, latest first. Peak is torch peak allocated on CUDA, else peak RSS.
 
-    Times are the server's clock, and the time column names its zone ("time (server, UTC+08:00)"):
+    Times are the server's clock (with the date for records of another day), and the time column
+    names its zone ("time (server, UTC+08:00)"):
     the memory plot beside it shows the browser's zone, which may differ (helper-49's browser in
     Asia/Shanghai saw the two 8 h apart with neither labelled).
     """
     rows = []
+    today = datetime.date.today()
     for r in reversed(records[-limit:]):
         peak = r.peak_allocated_bytes if r.peak_allocated_bytes is not None else r.peak_rss_bytes
-        rows.append([datetime.datetime.fromtimestamp(r.time_s).strftime("%H:%M:%S"), r.outcome, r.text_chars,
+        at = datetime.datetime.fromtimestamp(r.time_s)
+        # Records read back from --ledger at start may be days old: they carry their date (helper-114).
+        shown = at.strftime("%H:%M:%S" if at.date() == today else "%Y-%m-%d %H:%M:%S")
+        rows.append([shown, r.outcome, r.text_chars,
                      r.segments, r.prompt_s if r.prompt_s is not None else "", r.audio_s if r.audio_s is not None else "",
                      r.real_time_factor if r.real_time_factor is not None else "",
                      round(peak / MIB, 1) if peak is not None else "", r.worker_pid or ""])
