@@ -147,7 +147,8 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(HeartbeatsPerAddress,  # one address, or all, cannot hold every connection with heartbeats
                        total=lambda: room_for_heartbeats(DeadlineH11Protocol.max_connections))
     app.add_middleware(ForwardedPrefix)  # behind a proxy at https://host/tts/, URLs keep the /tts
-    app.add_middleware(OwnOriginOnly)  # no page at another address acts as a visitor
+    app.add_middleware(OwnOriginOnly,  # no page at another address acts as a visitor
+                       forwarded_host=bool(settings.forwarded_allow_ips))
     if is_loopback(settings.host):  # a page elsewhere cannot reach it by DNS rebinding (outermost)
         app.add_middleware(LoopbackHostOnly, port=settings.port, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(FrameAncestors, sources=settings.frame_ancestors)  # no page elsewhere frames it (on every answer)

@@ -22,7 +22,7 @@ PREFIX = {"X-Forwarded-Prefix": "/tts"}
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    with serving("--engine", "tests.fault_engines:FaultEngine",
+    with serving("--engine", "tests.fault_engines:FaultEngine", "--forwarded-allow-ips", "127.0.0.1",
                  env={"FAULT_ENGINE_DIR": str(tmp_path_factory.mktemp("fault"))}) as app:
         yield app
 
@@ -111,3 +111,14 @@ def test_a_cancel_is_one_only_on_its_own_route(app, path):
     assert r.status_code == 404 and "No request with that event id" not in r.text, (r.status_code, r.text)
     r = httpx.post(app.url + path + "gradio_api/cancel", json=body, headers=PREFIX, timeout=10)
     assert r.status_code == 404 and "No request with that event id" in r.text, (r.status_code, r.text)
+
+
+def test_a_page_at_the_proxys_address_is_its_own_origin(app):
+    """Behind a proxy named by --forwarded-allow-ips, a page at the address the proxy names in
+    X-Forwarded-Host is the app's own (the Host the proxy sends may be the app's address)."""
+    headers = {"Origin": "https://voices.example.org", "X-Forwarded-Host": "voices.example.org"}
+    r = httpx.post(app.url + "gradio_api/call/status", headers=headers, json={"data": []}, timeout=30)
+    assert r.status_code == 200 and "event_id" in r.json(), r.text
+    r = httpx.post(app.url + "gradio_api/call/status", headers={**headers, "X-Forwarded-Host": "evil.example"},
+                   json={"data": []}, timeout=30)
+    assert r.status_code == 403 and "only from its own page" in r.json()["detail"], r.text

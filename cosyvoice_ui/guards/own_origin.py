@@ -12,6 +12,9 @@ Browsers name the page that sent a request in its ``Origin`` header (every cross
 and same-origin ones other than GET and HEAD); scripts and ``gradio_client`` send none. So a
 request whose ``Origin`` names another host or port than the one it was sent to (its ``Host``,
 or the ``X-Forwarded-Host`` a reverse proxy sets) is answered 403 with what would work.
+``X-Forwarded-Host`` counts only when ``--forwarded-allow-ips`` names a proxy: anyone can send
+one, and a script that sent ``Origin: http://localhost:9999`` with a matching one was let
+through (helper-116; a browser's page cannot add it without a preflight, which is refused).
 ``Origin: null`` (a sandboxed frame, a local file) is foreign too. Port 80 and 443 are the same
 as none, as in a URL. A name given with ``--allowed-host`` is no exception: any port of it
 passed, so another service on the proxy's host could act as its visitors (helper-95).
@@ -41,10 +44,12 @@ class OwnOriginOnly:
 
     Args:
         app: the ASGI app inside.
+        forwarded_host: whether a proxy's ``X-Forwarded-Host`` names the app's own address too
+            (``--forwarded-allow-ips`` given).
     """
 
-    def __init__(self, app) -> None:
-        self.app = app
+    def __init__(self, app, forwarded_host: bool = False) -> None:
+        self.app, self.forwarded_host = app, forwarded_host
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
@@ -59,13 +64,14 @@ class OwnOriginOnly:
         if sender is None:
             return False
         own = [first_header(scope, b"host").decode("latin-1")]
-        own += [h.strip() for h in first_header(scope, b"x-forwarded-host").decode("latin-1").split(",")[:1]]
+        if self.forwarded_host:
+            own += [h.strip() for h in first_header(scope, b"x-forwarded-host").decode("latin-1").split(",")[:1]]
         return any(_authority(h) == sender for h in own if h)
 
     async def _refuse(self, scope, send, origin: str) -> None:
         message = (f"This app takes requests only from its own page: this one came from a page at "
                    f"{origin[:100]!r}, another address, which could otherwise act in its visitor's name. Open "
                    f"the app at its own address; scripts (curl, gradio_client) send no Origin and are not "
-                   f"affected. A reverse proxy must pass the host name and port the browser used (Host or "
-                   f"X-Forwarded-Host).")
+                   f"affected. A reverse proxy must pass the host name and port the browser used (Host, or "
+                   f"X-Forwarded-Host from a proxy named by --forwarded-allow-ips).")
         await refuse(scope, send, 403, message)
