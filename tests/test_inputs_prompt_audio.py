@@ -197,8 +197,12 @@ def test_error_does_not_leak_server_paths(tmp_path):
 def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     """A client naming an upload after --temp-file-ttl deleted it was told "No prompt audio was
     received"; it was received, and is gone."""
-    message = _refused(tmp_path / "deleted_long_ago.wav", "no longer on the server", "Upload it again")
+    message = _refused(tmp_path / ("0" * 64) / "deleted_long_ago.wav", "no longer on the server", "Upload it again")
     assert "No prompt audio was received" not in message and "--temp-file-ttl" not in message
+    # A path no upload could have had (Gradio's folders are named by a SHA-256) was told the same
+    # (helper-116): it never was on the server.
+    message = _refused(tmp_path / "x" / "y.wav", "no upload has that path")
+    assert "no longer" not in message and "kept for" not in message, message
 
 
 def test_a_cut_wav_is_used_with_a_note_that_it_is_cut(tmp_path):
@@ -248,7 +252,7 @@ def test_the_expired_upload_message_gives_the_running_apps_time(monkeypatch, tmp
 
     for ttl, shown in ((60, "60 s"), (3600, "1 hour"), (1800, "30 minutes"), (86400, "24 hours")):
         monkeypatch.setattr(temp_files, "_upload_ttl_s", ttl)
-        _refused(tmp_path / "gone.wav", f"uploads are kept for {shown}. Upload it again.")
+        _refused(tmp_path / ("a" * 64) / "gone.wav", f"uploads are kept for {shown}. Upload it again.")
 
 
 def test_hot_speech_after_long_silence_is_scaled_not_cut(speech, tmp_path):
