@@ -676,8 +676,8 @@ def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) ->
             and values["leak_threshold_fraction"] < _TINY_LEAK_FRACTION):
         _warn(f"--leak-threshold-mb {values['leak_threshold_mb']:g} and --leak-threshold-fraction "
               f"{values['leak_threshold_fraction']:g}: growth of the worker's memory this small (under "
-              f"{_TINY_LEAK_MB:g} MB) is normal, and would count as a leak, so the worker would be restarted over "
-              "and over. Keep one of "
+              f"{_TINY_LEAK_MB:g} MB) is normal and would count as a leak: the worker may be restarted after ordinary "
+              "requests (a leak is judged on the median of the last --leak-window requests, after 4). Keep one of "
               f"them at least {_TINY_LEAK_MB:g} MB or {_TINY_LEAK_FRACTION:g} (defaults 200 MB and 0.05), or turn "
               "restarts off with --no-restart-on-leak.", from_env)
     if values["memory_reserve"] > _LARGE_MEMORY_RESERVE:

@@ -222,10 +222,10 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
 @pytest.mark.parametrize("argv, fragment", [
     (["--request-timeout", "1e-9"], "--request-timeout 1e-09 s: a request that runs longer fails"),
     (["--request-timeout", "1"], "Use 5 s or more"),
-    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker would be restarted over and over"),
+    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker may be restarted after ordinary requests"),
     # Near zero does the same (twentieth newcomer session).
-    (["--leak-threshold-mb", "0.001", "--leak-threshold-fraction", "0"], "the worker would be restarted over and over"),
-    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "1e-9"], "the worker would be restarted over and over"),
+    (["--leak-threshold-mb", "0.001", "--leak-threshold-fraction", "0"], "the worker may be restarted after ordinary requests"),
+    (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "1e-9"], "the worker may be restarted after ordinary requests"),
     (["--memory-reserve", "0.999"], "most requests will be refused"),
     (["--temp-file-ttl", "1"], "a page played (or a result downloaded) a little later finds them gone"),
     (["--idle-unload-after", "1"], "the next one waits for it to load again"),
