@@ -113,8 +113,8 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
 
     Returns:
         ``(samples, sample_rate_hz, note, cut)`` with samples float32 of shape ``(frames, channels)``;
-        ``note`` says which track of a file with several audio tracks was used, or that a WAV is
-        cut short, else ``None``; ``cut`` is ``(seconds its header declares, seconds present)`` for
+        ``note`` says which track of a file with several audio tracks was used, or that the file
+        is cut short or joined from several, else ``None``; ``cut`` is ``(seconds its header declares, seconds present)`` for
         a WAV that ends more than 0.1 s early, or an MP3, FLAC or Ogg file 5 % and 0.25 s early
         (libsndfile decodes the part present), else ``None``.
 
@@ -457,7 +457,7 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | 
                     raise
                 # A clip cut with `head -c` ends in half a packet: FFmpeg decoded the 8 s before it
                 # and then raised, and the whole file was refused as not audio (helper-115).
-                damaged_at_s = decoded / rate
+                damaged_at_s = decoded / rate if rate else 0.0
                 break
             frames += 1
             if frames > MAX_DECODE_FRAMES:
