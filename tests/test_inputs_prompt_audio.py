@@ -838,6 +838,19 @@ def test_a_decode_past_its_memory_limit_is_refused_with_a_message(tmp_path):
         decode_in_child(str(good), 30, memory_mib=1)
 
 
+def test_a_playlist_cannot_make_ffmpeg_read_another_file(tmp_path):
+    """An upload named .m3u8 was read by FFmpeg as an HLS playlist: it opened a local FLAC by its
+    absolute path and used it as the prompt, and a live playlist of a missing segment held a
+    decode slot for the whole deadline (helper-117). Only self-contained formats are demuxed."""
+    (tmp_path / "steal.m3u8").write_text("#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:20\n"
+                                        "#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:10.0,\n"
+                                        f"{PROMPTS_DIR / 'f5_main.flac'}\n#EXT-X-ENDLIST\n")
+    (tmp_path / "live.m3u8").write_text("#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:3600\n"
+                                       "#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:3600.0,\nnothere.mp3\n")
+    for name in ("steal.m3u8", "live.m3u8"):  # refused as not audio, not at the deadline ("took more than")
+        _refused(tmp_path / name, "could not be decoded")
+
+
 def test_a_decode_past_its_time_is_stopped_with_a_message(tmp_path, monkeypatch):
     """A 20 MB Matroska file of 4 speech tracks and 17.85 million laced subtitle packets took 41 s
     to decode, under every other limit, and was accepted; an honest upload waited 105 s behind two

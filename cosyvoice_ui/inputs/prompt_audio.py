@@ -399,7 +399,7 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
     newcomer session). ``note`` names the track used, or is ``None`` for a single track."""
     import av
 
-    with av.open(path, mode="r") as container:
+    with av.open(path, mode="r", options=_OPEN_OPTIONS) as container:
         tracks = sum(1 for s in container.streams if s.type == "audio")
     if not tracks:
         raise ValueError("no audio stream")
@@ -429,13 +429,20 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
 
 
 _MAX_TRACKS = 4
+# The demuxers FFmpeg may use: self-contained audio (and audio-with-video) containers. An upload
+# named .m3u8 was read as an HLS playlist, which opened any local MP3, FLAC, M4A or MKV by its
+# absolute path and used it as the prompt (its length told whether the file exists), and a live
+# playlist of a missing segment held a decode slot for the whole deadline (helper-117); DASH
+# manifests, concat lists and image sequences open other files too.
+_OPEN_OPTIONS = {"format_whitelist": "mov,matroska,ogg,mp3,flac,wav,w64,aac,aiff,caf,avi,amr,au,nut,asf,wv,ape,tta,ac3",
+                 "protocol_whitelist": "file"}
 
 
 def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | None]:
     """One audio track as ``(samples, rate, seconds decoded before damaged data ended it or None)``."""
     import av
 
-    with av.open(path, mode="r") as container:
+    with av.open(path, mode="r", options=_OPEN_OPTIONS) as container:
         stream = [s for s in container.streams if s.type == "audio"][index]
         # Planar float keeps channels apart whatever the codec's native sample format is. A stream
         # that changes its rate midway (MP3 or Ogg files joined) is converted to the first frame's
