@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -848,6 +849,39 @@ def test_a_playlist_cannot_make_ffmpeg_read_another_file(tmp_path):
                                        "#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:3600.0,\nnothere.mp3\n")
     for name in ("steal.m3u8", "live.m3u8"):  # refused as not audio, not at the deadline ("took more than")
         _refused(tmp_path / name, "could not be decoded")
+
+
+def test_the_decoding_child_ends_with_the_process_that_started_it(tmp_path):
+    """Children decoding prompts for an app that was SIGKILLed lived on for good, reparented to
+    init (helper-117). A process that decodes a slow file is killed mid-decode here; its child ends
+    with it (the kernel's parent-death signal)."""
+    import signal
+
+    import psutil
+
+    from .test_shutdown import _slow_to_decode
+
+    slow = _slow_to_decode(tmp_path / "four_tracks.nut")
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from cosyvoice_ui.inputs.pyav_process import "
+                               "decode_in_child; decode_in_child(sys.argv[1], 60)", slow],
+                              cwd=Path(__file__).resolve().parent.parent)
+    try:
+        deadline = time.monotonic() + 60
+        while not (children := psutil.Process(parent.pid).children()):
+            assert time.monotonic() < deadline and parent.poll() is None, "the decode's child never started"
+            time.sleep(0.05)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        def alive() -> list:  # a zombie has ended (its new parent, init, reaps it in its own time)
+            return [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+        ends = time.monotonic() + 1.5  # its decode alone would take seconds more
+        while alive() and time.monotonic() < ends:
+            time.sleep(0.05)
+        assert not alive(), [(c.pid, c.status()) for c in alive()]
+    finally:
+        parent.kill()
+        parent.wait()
 
 
 def test_a_decode_past_its_time_is_stopped_with_a_message(tmp_path, monkeypatch):

@@ -35,9 +35,9 @@ from ..errors import BusyError, InputError
 # float32 out) decoded within 200 MiB and was refused at 100; files built to make FFmpeg index
 # millions of packets took 1.1 GB of the web process before, and stop here.
 DECODE_MEMORY_MIB = 512
-# CPU seconds past the deadline the child may use before the kernel stops it (SIGXCPU): a backstop
-# for a child whose web process was killed before it could end it.
-_CPU_MARGIN_S = 5
+# Seconds past the deadline at which the child's own alarm ends it: a backstop for a child whose
+# web process could not kill it.
+_ALARM_MARGIN_S = 5
 _HEADER_LIMIT_BYTES = 64 * 1024
 _LOGGED_STDERR_BYTES = 2000
 
@@ -78,7 +78,7 @@ def decode_in_child(path: str, deadline_s: float,
     command = [sys.executable, "-c",
                "import sys; sys.path.insert(0, sys.argv[1]); "
                "from cosyvoice_ui.inputs.pyav_process import child_main; child_main()",
-               root, path, str(deadline_s), str(memory_mib)]
+               root, path, str(deadline_s), str(memory_mib), str(os.getpid())]
     started = time.monotonic()
     try:
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
@@ -96,13 +96,13 @@ def decode_in_child(path: str, deadline_s: float,
         raise BusyError(f"The server could not start its audio decoder just now ({e.strerror or e}). Send the "
                         "request again in a minute, or upload the prompt as WAV or FLAC, which is read without it.") \
             from None
-    header, _, body = done.stdout.partition(b"\n")
+    end = done.stdout.find(b"\n")
     try:
-        reply = json.loads(header[:_HEADER_LIMIT_BYTES])
+        reply = json.loads(done.stdout[:end]) if 0 <= end < _HEADER_LIMIT_BYTES else None
     except ValueError:
         reply = None
     if not isinstance(reply, dict):
-        if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL) or time.monotonic() - started > deadline_s:
+        if done.returncode in (-signal.SIGALRM, -signal.SIGKILL) or time.monotonic() - started > deadline_s:
             raise _took_too_long(deadline_s)
         how = (f"was stopped by {signal.Signals(-done.returncode).name}" if done.returncode < 0
                else f"ended with status {done.returncode}")
@@ -118,11 +118,12 @@ def decode_in_child(path: str, deadline_s: float,
     if "failed" in reply:
         raise ValueError(str(reply["failed"]))
     frames, channels = (int(n) for n in reply["shape"])
-    samples = np.frombuffer(body, dtype=np.float32)
-    if samples.size != frames * channels:
+    if len(done.stdout) - end - 1 != frames * channels * 4:
         raise InputError("The prompt audio file could not be decoded: the decoder's reply was cut short. "
                          "Send the request again.")
-    return samples.reshape(frames, channels).copy(), int(reply["rate"]), reply.get("note")
+    # One copy out of the reply, read in place (slicing the reply first made a third: helper-117).
+    samples = np.frombuffer(done.stdout, dtype=np.float32, offset=end + 1).reshape(frames, channels).copy()
+    return samples, int(reply["rate"]), reply.get("note")
 
 
 def _took_too_long(deadline_s: float) -> InputError:
@@ -133,10 +134,15 @@ def _took_too_long(deadline_s: float) -> InputError:
 
 
 def child_main() -> None:
-    """The child's side: limit its own memory and CPU time, decode, write one JSON line, then the
-    samples as raw float32 (C order, ``(frames, channels)``) to stdout. Arguments: ``root path
-    deadline_s memory_mib``."""
-    path, deadline_s, memory_mib = sys.argv[-3], float(sys.argv[-2]), int(sys.argv[-1])
+    """The child's side: end with the web process, limit its own memory and time, decode, write
+    one JSON line, then the samples as raw float32 (C order, ``(frames, channels)``) to stdout.
+    Arguments: ``root path deadline_s memory_mib parent_pid``."""
+    path, deadline_s, memory_mib, parent = sys.argv[-4], float(sys.argv[-3]), int(sys.argv[-2]), int(sys.argv[-1])
+    # Killed with the web process (the thread that started it waits for it, so it is the process
+    # that ends): children of a SIGKILLed app lived on for good, asleep, where a CPU-time limit
+    # never fired (helper-117). And, whatever happens, ended a little after the deadline by an alarm.
+    _die_with_parent(parent)
+    signal.alarm(int(deadline_s) + _ALARM_MARGIN_S)
     import importlib
 
     import psutil
@@ -149,8 +155,6 @@ def child_main() -> None:
     # process); what the interpreter and its libraries already map is not counted against it.
     address_space = psutil.Process().memory_info().vms + memory_mib * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    cpu_s = int(deadline_s) + _CPU_MARGIN_S
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
 
     out = sys.stdout.buffer
     try:
@@ -168,3 +172,19 @@ def child_main() -> None:
     if data is not None:
         out.write(memoryview(data).cast("B"))
     out.flush()
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when the thread that started it ends (Linux's
+    ``prctl(PR_SET_PDEATHSIG)``); if the parent is already gone, end now."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the alarm still ends it
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
