@@ -22,7 +22,8 @@ import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
 from .log_throttle import printable
-from .errors import BusyError, DuplicateRequest, SynthesisFailed, UnusablePromptAudio, UserFacingError
+from .errors import (BusyError, DuplicateRequest, ServiceStopping, SynthesisFailed, UnusablePromptAudio,
+                     UserFacingError)
 from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -239,6 +240,11 @@ class SynthesisService:
             with contextlib.ExitStack() as stack:
                 turn = turn or stack.enter_context(self.turn(None))
                 turn.wait()
+                if self.supervisor.stopping:
+                    # Not decoded: each prompt decode starts a child process, and ones started after
+                    # SIGTERM outlived the app (helper-117). The worker's queue would refuse it anyway.
+                    raise ServiceStopping("The application is shutting down and takes no new requests. Try again "
+                                          "shortly.")
                 stack.enter_context(self._being_checked())
                 request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction,
                                                                       speed, seed, speaker)
