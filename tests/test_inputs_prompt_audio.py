@@ -301,6 +301,12 @@ def test_a_clip_cut_from_a_long_mp3_or_flac_with_a_byte_tool_is_used_with_a_note
         (tmp_path / f"cut_{name}").write_bytes(whole[: len(whole) * 8 // 180])
         prompt = load_prompt_audio(str(tmp_path / f"cut_{name}"))
         assert prompt.seconds > 4 and any(note in n and "the part" in n for n in prompt.notes), (name, prompt.notes)
+    # Cut so short that it is refused: the refusal says the file is cut too (helper-117: the FLAC's
+    # note, from FFmpeg's decode, was lost).
+    for name, said in (("long.flac", "The file is damaged or cut off after"), ("long.mp3", "ends before its header")):
+        whole = (tmp_path / name).read_bytes()
+        (tmp_path / f"stub_{name}").write_bytes(whole[: len(whole) * 6 // 1800])
+        _refused(tmp_path / f"stub_{name}", said, "upload the whole file")
 
 
 def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_path):
@@ -832,8 +838,9 @@ def test_a_decode_past_its_memory_limit_is_refused_with_a_message(tmp_path):
 
     good = tmp_path / "speech.m4a"
     _speech_m4a(good)
-    samples, rate, note = decode_in_child(str(good), 30)
-    assert samples.dtype == np.float32 and samples.shape[1] == 1 and samples.shape[0] / rate > 8.5 and note is None
+    samples, rate, note, damaged_at_s = decode_in_child(str(good), 30)
+    assert samples.dtype == np.float32 and samples.shape[1] == 1 and samples.shape[0] / rate > 8.5
+    assert note is None and damaged_at_s is None
     with pytest.raises(InputError, match="needs more than 1 MiB of memory to decode"):
         decode_in_child(str(good), 30, memory_mib=1)
 

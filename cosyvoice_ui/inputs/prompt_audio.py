@@ -105,7 +105,7 @@ class PromptAudio:
         return len(self.samples) / self.sample_rate_hz
 
 
-def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[float, float] | None]:
+def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | None]:
     """Decode any supported audio file.
 
     Args:
@@ -114,9 +114,10 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
     Returns:
         ``(samples, sample_rate_hz, note, cut)`` with samples float32 of shape ``(frames, channels)``;
         ``note`` says which track of a file with several audio tracks was used, or that the file
-        is cut short or joined from several, else ``None``; ``cut`` is ``(seconds its header declares, seconds present)`` for
-        a WAV that ends more than 0.1 s early, or an MP3, FLAC or Ogg file 5 % and 0.25 s early
-        (libsndfile decodes the part present), else ``None``.
+        is cut short or joined from several, else ``None``; ``cut`` is the sentence a later
+        refusal adds for a file that is cut: a WAV that ends more than 0.1 s before its header
+        says, an MP3, FLAC or Ogg file 5 % and 0.25 s before, or one whose data FFmpeg found
+        damaged part way (the part before is decoded), else ``None``.
 
     Raises:
         InputError: no path, the file is gone (deleted after ``--temp-file-ttl``) or misnamed, not a file,
@@ -167,10 +168,11 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
             cut = (f"The prompt file ends before its header says ({short[0]:.1f} s declared, {short[1]:.1f} s "
                    "present): it may be an incomplete copy or export; the part present was used.")
             note = f"{note} {cut}" if note else cut
+            short = _cut_hint(f"ends before its header says ({short[0]:.1f} s declared, {short[1]:.1f} s present)")
         elif (container not in _WAVE_FORMATS and stated_s is not None
               and stated_s > _STATED_SLACK * decoded_s + _JOINED_EXTRA_S):
             # A clip cut from a longer MP3, FLAC or Ogg file with a byte tool (helper-115).
-            short = (stated_s, decoded_s)
+            short = _cut_hint(f"ends before its header says ({stated_s:.1f} s declared, {decoded_s:.1f} s present)")
             cut = (f"The prompt file's header says it is {stated_s:.1f} s long, but {decoded_s:.1f} s could be "
                    "decoded: it may be cut from a longer file without its header rewritten, or an incomplete copy; "
                    "the part present was used.")
@@ -182,7 +184,9 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, tuple[flo
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
     try:
-        return (*decode_in_child(path, MAX_PYAV_DECODE_S), None)
+        data, sr, note, damaged_at_s = decode_in_child(path, MAX_PYAV_DECODE_S)
+        return data, sr, note, None if damaged_at_s is None else _cut_hint(
+            f"is damaged or cut off after {damaged_at_s:.1f} s")
     except (InputError, BusyError):
         raise
     except Exception as e:
@@ -208,6 +212,12 @@ _JOINED_EXTRA_S = 0.25  # PyAV finding this much more audio means the file goes 
 _STATED_SLACK = 1.05  # an MP3's Xing frame count may be a little off
 
 
+def _cut_hint(how: str) -> str:
+    """The sentence a refusal of a cut file ends with (the first 30 KB of a WAV were refused as
+    "only 0.34 s of sound ... record a full sentence", with no word that the file was cut; helper-94)."""
+    return f"The file {how}: it may be an incomplete copy, download or export; upload the whole file."
+
+
 def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
                         container: str) -> tuple[np.ndarray, int, str | None]:
     """libsndfile's decoding, or PyAV's when it finds more in the file: of a chained Ogg or of
@@ -217,7 +227,7 @@ def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
     if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
-        whole, rate, note = decode_in_child(path, MAX_PYAV_DECODE_S)
+        whole, rate, note, _ = decode_in_child(path, MAX_PYAV_DECODE_S)
     except (InputError, BusyError):
         raise  # the whole file is too long (decoding stopped at 120 s)
     except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
@@ -391,9 +401,10 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     return data, int(sr), info.format, stated_s
 
 
-def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
+def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
     """Decode with PyAV, in this process: :func:`.pyav_process.decode_in_child` runs it in a child
-    process, and nothing else should call it. Returns ``(samples, rate, note)``. A file with several audio tracks (a
+    process, and nothing else should call it. Returns ``(samples, rate, note, seconds decoded
+    before damaged data ended the track used, or None)``. A file with several audio tracks (a
     phone or screen recording with the microphone on the second track) gives its loudest of the
     first :data:`_MAX_TRACKS`: the first alone was a silent track, refused as silent (forty-sixth
     newcomer session). ``note`` names the track used, or is ``None`` for a single track."""
@@ -425,7 +436,7 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None]:
         damaged = (f"The prompt file's data is damaged or cut off after {best[4]:.1f} s (a clip cut from a longer "
                    "file without its header rewritten, or an incomplete copy); the part before was used.")
         note = f"{note} {damaged}" if note else damaged
-    return best[0], best[1], note
+    return best[0], best[1], note, best[4]
 
 
 _MAX_TRACKS = 4
@@ -610,11 +621,7 @@ def load_prompt_audio(path: str) -> PromptAudio:
             except InputError as e:
                 if cut is None:
                     raise
-                # The first 30 KB of a WAV were refused as "only 0.34 s of sound ... record a full
-                # sentence", with no word that the file was cut (helper-94).
-                raise InputError(f"{e} The file ends before its header says ({cut[0]:.1f} s declared, "
-                                 f"{cut[1]:.1f} s present): it may be an incomplete copy, download or export; "
-                                 "upload the whole file.") from None
+                raise InputError(f"{e} {cut}") from None  # see _cut_hint
         finally:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 
 def decode_in_child(path: str, deadline_s: float,
-                    memory_mib: int | None = None) -> tuple[np.ndarray, int, str | None]:
+                    memory_mib: int | None = None) -> tuple[np.ndarray, int, str | None, float | None]:
     """Decode ``path`` with PyAV in a child process (see the module docstring).
 
     Args:
@@ -56,9 +56,10 @@ def decode_in_child(path: str, deadline_s: float,
             :data:`DECODE_MEMORY_MIB`.
 
     Returns:
-        ``(samples, sample_rate_hz, note)``: float32 of shape ``(frames, channels)`` at the file's
-        own rate, and a note naming the track used of a file with several audio tracks (else
-        ``None``), as :func:`decode_with_pyav` returns them.
+        ``(samples, sample_rate_hz, note, damaged_at_s)``: float32 of shape ``(frames, channels)``
+        at the file's own rate, a note (the track used of a file with several audio tracks, data
+        cut off) or ``None``, and the seconds decoded before damaged data ended the track or
+        ``None``, as :func:`decode_with_pyav` returns them.
 
     Raises:
         InputError: a refusal :func:`decode_with_pyav` made (too long, too many samples or
@@ -123,7 +124,7 @@ def decode_in_child(path: str, deadline_s: float,
                          "Send the request again.")
     # One copy out of the reply, read in place (slicing the reply first made a third: helper-117).
     samples = np.frombuffer(done.stdout, dtype=np.float32, offset=end + 1).reshape(frames, channels).copy()
-    return samples, int(reply["rate"]), reply.get("note")
+    return samples, int(reply["rate"]), reply.get("note"), reply.get("damaged_at_s")
 
 
 def _took_too_long(deadline_s: float) -> InputError:
@@ -158,7 +159,7 @@ def child_main() -> None:
 
     out = sys.stdout.buffer
     try:
-        data, rate, note = decode_with_pyav(path)
+        data, rate, note, damaged_at_s = decode_with_pyav(path)
     except InputError as e:
         reply, data = {"refused": str(e)}, None
     except MemoryError:  # PyAV's own (av.error.MemoryError, ENOMEM) is one too
@@ -167,7 +168,7 @@ def child_main() -> None:
         reply, data = {"failed": str(e)[:500]}, None
     else:
         data = np.ascontiguousarray(data, dtype=np.float32)
-        reply = {"shape": list(data.shape), "rate": int(rate), "note": note}
+        reply = {"shape": list(data.shape), "rate": int(rate), "note": note, "damaged_at_s": damaged_at_s}
     out.write(json.dumps(reply).encode() + b"\n")
     if data is not None:
         out.write(memoryview(data).cast("B"))
