@@ -39,7 +39,7 @@ from .guards.streamed_input import NoStreamedInput
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.unused_routes import UnusedGradioRoutes
 from .guards.upload_progress import ShortUploadIds
-from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, RefuseWhileStopping
+from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, JoinsInFlight, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics
@@ -132,9 +132,11 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
     app.add_middleware(OneReaderPerResult,  # a REST result read twice is told so, not left hanging,
                        owner_of=lambda event_id: _event_owner(demo, event_id))  # nor one of another session
     app.state.joins_closed = False  # set by close_joins at the end of a shutdown
+    app.state.joins_in_flight = JoinsInFlight()  # see undelivered_answers
     app.state.being_checked = handlers.service.being_checked  # see requests_being_checked
     app.add_middleware(RefuseWhileStopping, stopping=lambda: supervisor.stopping,  # REST calls in a drain: 503
                        joins_closed=lambda: app.state.joins_closed,  # and, at its very end, every request
+                       joins=app.state.joins_in_flight,
                        on_refused=lambda path, fn_index=None:
                        handlers.service.record_refusal("refused", STOPPING_MESSAGE)
                        if "/call/synthesize" in path or fn_index in synthesis_events else None)
@@ -356,14 +358,15 @@ def close_joins(app: fastapi.FastAPI) -> None:
 def undelivered_answers(app: fastapi.FastAPI) -> int:
     """How many events Gradio still owes their client an answer on the session's stream: waiting,
     running, or finished with the answer not yet sent (``Queue.pending_event_ids_session``, from
-    which Gradio's ``/queue/data`` removes an event once its ``process_completed`` has gone out).
+    which Gradio's ``/queue/data`` removes an event once its ``process_completed`` has gone out),
+    and joins let in that Gradio has yet to queue (``guards.while_stopping.JoinsInFlight``).
 
     Wait for this to reach 0 before :func:`end_streams`: once the queue is closed, Gradio's stream
     replaces any answer still waiting with "Server stopped unexpectedly." (``routes.queue_data``),
     so a request that arrived in the drain's last second was refused in the ledger while its
     client got an empty error (helper-77: 2 of 25 refusals, 4 clients, one SIGTERM)."""
-    return sum(len(ids) for sub in _gradio_apps(app)
-               for ids in sub.get_blocks()._queue.pending_event_ids_session.values())
+    return app.state.joins_in_flight.count + sum(len(ids) for sub in _gradio_apps(app)
+                                                 for ids in sub.get_blocks()._queue.pending_event_ids_session.values())
 
 
 def requests_being_checked(app: fastapi.FastAPI) -> int:
