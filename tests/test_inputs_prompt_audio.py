@@ -203,6 +203,9 @@ def test_an_upload_that_is_gone_is_called_expired_not_missing(tmp_path):
     # (helper-116): it never was on the server.
     message = _refused(tmp_path / "x" / "y.wav", "no upload has that path")
     assert "no longer" not in message and "kept for" not in message, message
+    # Nor a path straight in the temporary folder, which holds other files (helper-118).
+    (tmp_path / "other.wav").write_bytes(b"RIFF")
+    _refused(tmp_path / "made_up.wav", "no upload has that path")
 
 
 def test_a_cut_wav_is_used_with_a_note_that_it_is_cut(tmp_path):
@@ -238,7 +241,7 @@ def test_text_named_mp3_is_not_called_missing(tmp_path):
 def test_a_misnamed_upload_is_not_called_expired(tmp_path):
     """"voice.wavx" next to the real "voice.wav" was "no longer on the server: uploads are kept for
     1 hour" (helper-56): it never was. Its folder still holds the upload, so the name is wrong."""
-    upload_folder = tmp_path / "0f3a9c"
+    upload_folder = tmp_path / ("0f3a9c" * 11)[:64]
     upload_folder.mkdir()
     (upload_folder / "voice.wav").write_bytes(b"RIFF")
     message = _refused(upload_folder / "voice.wavx", "its upload folder has no file of that name")

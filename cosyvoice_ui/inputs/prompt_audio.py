@@ -127,8 +127,14 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
     if not path:
         raise InputError("No prompt audio was received. Upload a recording or record one with the microphone.")
     if not os.path.lexists(path):
-        # An upload's folder (Gradio's, one per upload) that still holds files: the name was
-        # mistyped, not expired (helper-56 was told "no longer on the server" for "voice.wavx").
+        # Gradio keeps each upload in a folder named by the file's SHA-256: a path in any other
+        # folder (the temporary folder itself too) was never an upload, and was told it had
+        # expired, or that its folder had no file of that name (helper-116, helper-118).
+        if not re.fullmatch(r"[0-9a-f]{64}", os.path.basename(os.path.dirname(path))):
+            raise InputError("The prompt audio is not on the server: no upload has that path. Upload the recording "
+                             "first, and send the path the upload answered, unchanged.")
+        # An upload's folder that still holds files: the name was mistyped, not expired (helper-56
+        # was told "no longer on the server" for "voice.wavx").
         try:
             others = os.listdir(os.path.dirname(path))
         except OSError:
@@ -136,11 +142,6 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         if others:
             raise InputError("The prompt audio is not on the server: its upload folder has no file of that name. "
                              "Send the path the upload answered, unchanged, or upload the recording again.")
-        # Gradio keeps each upload in a folder named by the file's SHA-256: a path in any other
-        # folder was never an upload, and was told it had expired (helper-116).
-        if not re.fullmatch(r"[0-9a-f]{64}", os.path.basename(os.path.dirname(path))):
-            raise InputError("The prompt audio is not on the server: no upload has that path. Upload the recording "
-                             "first, and send the path the upload answered, unchanged.")
         # An upload named by a client after it was deleted: it was received, long ago.
         # The page's user sees no flags: the time is the running app's (forty-fourth newcomer session).
         from ..temp_files import upload_ttl_text
