@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, close_joins, end_streams, requests_being_checked, undelivered_answers
     from cosyvoice_ui.guards.slow_clients import DeadlineH11Protocol
-    from cosyvoice_ui.worker.supervisor import HEALTHY_STATES, UNLOADED, Supervisor
+    from cosyvoice_ui.worker.supervisor import FAILED, HEALTHY_STATES, UNLOADED, Supervisor
 
     try:
         engine_capabilities(settings.engine)
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             return
         drained.set()
         status = supervisor.status()
-        if status["state"] == UNLOADED:
+        if status["state"] in (UNLOADED, FAILED):
             no_worker.set()
         log.info("%s", _drain_line(status, settings.restart_grace_s, signal_name))
         supervisor.stop()
@@ -322,7 +322,7 @@ def _drain_line(status: dict, grace_s: float, signal_name: str | None = None) ->
     """What the drain is about to do, from the supervisor's state (one line said "letting the
     running one finish" during a reload, a restart and while unloaded; newcomer sessions 22-23),
     and the signal that asked for it, as the line of a stop while loading names it."""
-    from cosyvoice_ui.worker.supervisor import RESTARTING, STARTING, UNLOADED
+    from cosyvoice_ui.worker.supervisor import FAILED, RESTARTING, STARTING, UNLOADED
 
     by = f" ({signal_name})" if signal_name else ""
     if status["in_flight"] is not None:
@@ -335,6 +335,8 @@ def _drain_line(status: dict, grace_s: float, signal_name: str | None = None) ->
         return f"shutting down during a restart{by}: ending the worker"
     if status["state"] == UNLOADED:
         return f"shutting down{by}: no model is loaded (unloaded after idle time), no worker to end"
+    if status["state"] == FAILED:  # the last attempt's worker has ended (helper-118)
+        return f"shutting down{by}: no model is loaded (it could not be), no worker to end"
     return f"shutting down{by}: no new requests; no request is running: ending the worker"
 
 

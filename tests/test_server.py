@@ -237,6 +237,8 @@ def test_a_first_load_that_fails_is_retried_with_retry_failed_load_after(tmp_pat
             time.sleep(0.3)
         status = app.status()
         assert status["state"] == "failed" and status["next_load_retry_s"] is not None, status
+        # No worker runs: none is shown (helper-118: the dead worker's pid and 40 MB were).
+        assert status["pid"] is None and status["memory"] is None, status
         assert "serving anyway, in the failed state" in app.log_path.read_text()
         (tmp_path / "fail_load").unlink()
         assert app.wait_healthy(60)["state"] == "ready"

@@ -451,6 +451,8 @@ def test_drain_line_follows_the_state():
         "shutting down while the model loads: ending the worker"  # the new one is loading
     assert line({"state": "loading", "in_flight": None}, 30) == "shutting down while the model loads: ending the worker"
     assert "no request is running" in line({"state": "ready", "in_flight": None}, 30)
+    # The failed state has no worker: "ending the worker" was logged (helper-118).
+    assert "no worker to end" in line({"state": "failed", "in_flight": None, "pid": None}, 30)
     # The signal is named, as the line of a stop while loading names it (twenty-fourth newcomer session).
     assert line({"state": "ready", "in_flight": None}, 30, "SIGHUP").startswith("shutting down (SIGHUP): ")
 

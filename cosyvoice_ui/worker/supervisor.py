@@ -383,6 +383,10 @@ class Supervisor:
         """A JSON-serializable snapshot: state, pid, device, restarts, queue, memory figures."""
         with self._lock:
             w = self._worker
+            if self._state in (FAILED, STOPPED) and w is not None and w.process.exitcode is not None:
+                # No worker runs: the last one's pid and memory read as a live 40 MB worker on
+                # /healthz and /metrics while the model could not be loaded (helper-118).
+                w = None
             ready = w.ready if w else None
             memory = w.memory if w else None
             hb_age = (time.monotonic() - w.last_heartbeat_at) if (w and w.last_heartbeat_at) else None
