@@ -418,7 +418,7 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None, float | No
     best, failure = None, None
     for index in range(min(tracks, _MAX_TRACKS)):
         try:
-            data, rate, damaged_at_s = _decode_pyav_track(path, index)
+            data, rate, damaged_at_s, skipped = _decode_pyav_track(path, index)
         except InputError:
             raise
         except Exception as e:  # a damaged track beside a good one: use the good one
@@ -426,13 +426,17 @@ def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None, float | No
             continue
         power = float(np.mean(np.square(data, dtype=np.float64)))
         if best is None or power > best[2]:
-            best = (data, rate, power, index, damaged_at_s)
+            best = (data, rate, power, index, damaged_at_s, skipped)
     if best is None:
         raise failure
     note = None
     if tracks > 1:
         note = (f"The prompt file has {tracks} audio tracks; the loudest (track {best[3] + 1}) was used."
                 + (f" Only the first {_MAX_TRACKS} were read." if tracks > _MAX_TRACKS else ""))
+    if best[5]:
+        skipped = (f"The prompt file has {best[5]} damaged packet(s) in the middle; they were left out (a gap of a "
+                   "fraction of a second each), the rest was used.")
+        note = f"{note} {skipped}" if note else skipped
     if best[4] is not None:
         damaged = (f"The prompt file's data is damaged or cut off after {best[4]:.1f} s (a clip cut from a longer "
                    "file without its header rewritten, or an incomplete copy); the part before was used.")
@@ -450,8 +454,9 @@ _OPEN_OPTIONS = {"format_whitelist": "mov,matroska,ogg,mp3,flac,wav,w64,aac,aiff
                  "protocol_whitelist": "file"}
 
 
-def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | None]:
-    """One audio track as ``(samples, rate, seconds decoded before damaged data ended it or None)``."""
+def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | None, int]:
+    """One audio track as ``(samples, rate, seconds decoded before damaged data ended it or None,
+    damaged packets skipped before the end)``."""
     import av
 
     with av.open(path, mode="r", options=_OPEN_OPTIONS) as container:
@@ -464,26 +469,38 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | 
         resampler, setup, first = None, None, True
         chunks = []
         rate = stream.rate or stream.codec_context.sample_rate
-        decoded, frames, damaged_at_s = 0, 0, None
-        decoding = container.decode(stream)
+        decoded, packets, damaged_at_s, skipped, decoded_at_last_skip = 0, 0, None, 0, None
+        demuxing, frames = container.demux(stream), iter(())
         while True:
             try:
-                frame = next(decoding)
+                frame = next(frames)
             except StopIteration:
-                break
-            except av.error.InvalidDataError:
-                if not chunks:
-                    raise
-                # A clip cut with `head -c` ends in half a packet: FFmpeg decoded the 8 s before it
-                # and then raised, and the whole file was refused as not audio (helper-115).
-                damaged_at_s = decoded / rate if rate else 0.0
-                break
-            frames += 1
-            if frames > MAX_DECODE_FRAMES:
-                raise InputError(
-                    f"The prompt audio file is cut into more than {MAX_DECODE_FRAMES:,} audio packets "
-                    f"({decoded / max(frames - 1, 1):.1f} samples each so far), far more than any recorder writes: "
-                    "it cannot be read in reasonable time. Export the recording again as WAV, FLAC or MP3.")
+                try:
+                    packet = next(demuxing)
+                except StopIteration:
+                    break
+                except av.error.InvalidDataError:
+                    if not chunks:
+                        raise
+                    # A clip cut with `head -c` ends in half a packet: FFmpeg decoded the 8 s before
+                    # it and then raised, and the whole file was refused as not audio (helper-115).
+                    damaged_at_s = decoded / rate if rate else 0.0
+                    break
+                packets += 1
+                if packets > MAX_DECODE_FRAMES:
+                    raise InputError(
+                        f"The prompt audio file is cut into more than {MAX_DECODE_FRAMES:,} audio packets "
+                        f"({decoded / max(packets - 1, 1):.1f} samples each so far), far more than any recorder "
+                        "writes: it cannot be read in reasonable time. Export the recording again as WAV, FLAC or "
+                        "MP3.")
+                try:
+                    frames = iter(packet.decode())
+                except av.error.InvalidDataError:
+                    # One damaged packet mid-file ended the decode there: 6 s of an 8.7 s M4A were
+                    # dropped as "cut off" (helper-119). FFmpeg decodes on after it; so does this.
+                    skipped, decoded_at_last_skip = skipped + 1, decoded
+                    frames = iter(())
+                continue
             if first:
                 rate, first = frame.sample_rate or rate, False
             if (frame.format.name, frame.layout.name, frame.sample_rate) != setup:
@@ -509,6 +526,8 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | 
             chunks += [out.to_ndarray() for out in resampler.resample(None)]
     if not chunks or not rate:
         raise ValueError("no decodable audio frames")
+    if skipped and decoded_at_last_skip == decoded:  # nothing after the last damaged packet: cut off there
+        damaged_at_s, skipped = decoded / rate, skipped - 1
     if len({chunk.shape[0] for chunk in chunks}) > 1:
         # Mixed down by the mean, as below for a whole file: FFmpeg's own stereo-to-mono mix is
         # 3 dB louder (the same sound in both channels came out at 1.39 times full scale).
@@ -516,7 +535,7 @@ def _decode_pyav_track(path: str, index: int) -> tuple[np.ndarray, int, float | 
     data = np.concatenate(chunks, axis=1).T.astype(np.float32, copy=False)
     if data.size == 0:
         raise ValueError("no samples")
-    return np.ascontiguousarray(data), int(rate), damaged_at_s
+    return np.ascontiguousarray(data), int(rate), damaged_at_s, skipped
 
 
 RUMBLE_CUTOFF_HZ = 30.0
