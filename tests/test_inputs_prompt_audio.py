@@ -857,8 +857,8 @@ def test_a_playlist_cannot_make_ffmpeg_read_another_file(tmp_path):
                                         f"{PROMPTS_DIR / 'f5_main.flac'}\n#EXT-X-ENDLIST\n")
     (tmp_path / "live.m3u8").write_text("#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:3600\n"
                                        "#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:3600.0,\nnothere.mp3\n")
-    for name in ("steal.m3u8", "live.m3u8"):  # refused as not audio, not at the deadline ("took more than")
-        _refused(tmp_path / name, "could not be decoded")
+    for name in ("steal.m3u8", "live.m3u8"):  # refused at once, not at the deadline ("took more than")
+        _refused(tmp_path / name, "is a playlist or manifest (it names other files), not a recording")
 
 
 def test_the_decoding_child_ends_with_the_process_that_started_it(tmp_path):

@@ -196,6 +196,10 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         # A well-formed file with nothing recorded was called "not an audio file" (helper-106).
         raise InputError("The prompt audio file holds no sound at all (0 samples): it is a valid recording that "
                          "was stopped at once, or exported empty. Record or export it again, 3-10 s of speech.")
+    if _is_playlist(path):
+        # Refused by FFmpeg's format list, with "Invalid argument ... returned 22" (helper-119).
+        raise InputError("The prompt audio file is a playlist or manifest (it names other files), not a recording. "
+                         f"Upload the recording itself: {SUPPORTED_FORMATS}.")
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
     detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
@@ -204,6 +208,20 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
     )
+
+
+_PLAYLIST_STARTS = (b"#extm3u", b"ffconcat", b"[playlist]")  # HLS and M3U, FFmpeg's concat list, PLS
+_MANIFEST_TAGS = (b"<mpd", b"<smil", b"<asx")  # DASH, SMIL, ASX (XML, after a declaration)
+
+
+def _is_playlist(path: str) -> bool:
+    """Whether the file is a text playlist or manifest, which names other files."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(512).lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    except OSError:
+        return False
+    return start.startswith(_PLAYLIST_STARTS) or (start.startswith(b"<") and any(t in start for t in _MANIFEST_TAGS))
 
 
 # Formats whose files can be several streams joined one after another (chained Ogg, FLAC or MP3
