@@ -312,6 +312,45 @@ def test_a_clip_cut_from_a_long_mp3_or_flac_with_a_byte_tool_is_used_with_a_note
         _refused(tmp_path / f"stub_{name}", said, "upload the whole file")
 
 
+def test_a_damaged_mp3_gets_one_consistent_note(tmp_path):
+    """An MP3 with bytes damaged part way: libsndfile stopped at 3.1 s, FFmpeg decoded 8.5 s, and the
+    notes said joined ("all of it was used"), damaged packets left out and cut ("the part present
+    was used") at once (helper-120). It is one recording, decoded past its damage."""
+    import io
+    import random
+
+    import av
+
+    samples, sr = audio_corpus.read(PROMPTS_DIR / "xtts_male.wav")
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="mp3") as container:
+        stream = container.add_stream("libmp3lame", rate=sr)
+        stream.layout = "mono"
+        frame = av.AudioFrame.from_ndarray(samples.astype(np.float32)[None, :], format="flt", layout="mono")
+        frame.sample_rate = sr
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            container.mux(packet)
+    whole = buffer.getvalue()
+    for seed in range(200):  # damage that stops libsndfile well before the end
+        damaged = bytearray(whole)
+        rng = random.Random(seed)
+        for _ in range(60):
+            damaged[rng.randrange(1000, len(damaged) - 4)] = rng.randrange(256)
+        path = tmp_path / f"damaged_{seed}.mp3"
+        path.write_bytes(bytes(damaged))
+        try:
+            stopped = len(sf.read(path)[0]) / sr < 0.6 * len(samples) / sr
+        except Exception:  # noqa: BLE001 - libsndfile refusing it is not the case sought
+            stopped = False
+        if stopped:
+            break
+    else:
+        pytest.skip("no damage pattern here stops libsndfile early")
+    prompt = load_prompt_audio(str(path))
+    assert prompt.seconds > 6, (prompt.seconds, prompt.notes)
+    assert not any("joined" in n or "header says" in n for n in prompt.notes), prompt.notes
+
+
 def test_many_channels_at_a_high_rate_are_refused_before_decoding(speech, tmp_path):
     """A 5 MB FLAC of 8 channels at 192 kHz (119.5 s, mostly silence) decoded to 734 MB of
     float32 and took the web process 2 GB higher per upload (thirty-second newcomer session)."""

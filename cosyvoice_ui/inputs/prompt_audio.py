@@ -160,8 +160,8 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     else:
+        data, sr, note = _all_of_joined_file(path, data, sr, container, stated_s)
         decoded_s = len(data) / sr
-        data, sr, note = _all_of_joined_file(path, data, sr, container)
         short = _wav_shortfall(path) if container in _WAVE_FORMATS else None
         if short is not None:
             # libsndfile reads what is there without a word: a third of a WAV was taken as a short
@@ -237,12 +237,14 @@ def _cut_hint(how: str) -> str:
     return f"The file {how}: it may be an incomplete copy, download or export; upload the whole file."
 
 
-def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
-                        container: str) -> tuple[np.ndarray, int, str | None]:
+def _all_of_joined_file(path: str, data: np.ndarray, sr: int, container: str,
+                        stated_s: float | None = None) -> tuple[np.ndarray, int, str | None]:
     """libsndfile's decoding, or PyAV's when it finds more in the file: of a chained Ogg or of
     FLAC or MP3 files joined with ``cat``, libsndfile decodes only the first part, and the rest
     (6.6 s of an 8.6 s prompt; once, 11 s of another speaker) was dropped without a word
-    (forty-seventh newcomer session). PyAV decodes on through the joins."""
+    (forty-seventh newcomer session). PyAV decodes on through the joins. When what PyAV found
+    is no longer than the header's ``stated_s``, it is one recording that libsndfile stopped in
+    (damaged data), not a join: a damaged MP3 was called joined, cut and whole at once (helper-120)."""
     if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
@@ -253,6 +255,10 @@ def _all_of_joined_file(path: str, data: np.ndarray, sr: int,
         return data, sr, None
     if len(whole) / rate < len(data) / sr + _JOINED_EXTRA_S:
         return data, sr, None
+    if stated_s is not None and len(whole) / rate <= _STATED_SLACK * stated_s + _JOINED_EXTRA_S:
+        damaged = (f"The prompt file has damaged data part way: one decoder stopped at {len(data) / sr:.1f} s, "
+                   f"FFmpeg decoded on to {len(whole) / rate:.1f} s, and that was used.")
+        return whole, rate, note or damaged
     joined = (f"The prompt file is several recordings joined one after another ({len(whole) / rate:.1f} s in all, "
               f"the first {len(data) / sr:.1f} s); all of it was used.")
     return whole, rate, f"{joined} {note}" if note else joined
