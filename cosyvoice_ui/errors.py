@@ -35,6 +35,11 @@ class ServiceStopping(UserFacingError):
     """The application is shutting down and takes no new requests."""
 
 
+# What a request sent during a shutdown is told, wherever it is turned away (at the door, before
+# its prompt is decoded, at the worker's queue).
+STOPPING_MESSAGE = "The application is shutting down and takes no new requests. Try again shortly."
+
+
 def drop_locals(error: BaseException) -> None:
     """Clear the local variables of every finished frame in ``error``'s traceback and in those of
     the exceptions it was raised from or during (``__cause__``, ``__context__``).

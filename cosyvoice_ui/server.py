@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from . import gradio_patches
 from .engines import engine_capabilities
+from .errors import STOPPING_MESSAGE
 from .guards.arrival_order import NumberArrivals
 from .guards.call_bodies import ApiCallBodies
 from .guards.component_server import KnownServerFunctions
@@ -39,7 +40,7 @@ from .guards.streamed_input import NoStreamedInput
 from .guards.temp_space import TempSpace, UploadSpace
 from .guards.unused_routes import UnusedGradioRoutes
 from .guards.upload_progress import ShortUploadIds
-from .guards.while_stopping import MESSAGE as STOPPING_MESSAGE, JoinsInFlight, RefuseWhileStopping
+from .guards.while_stopping import JoinsInFlight, RefuseWhileStopping
 from .log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 from .monitor.admission import Admission, available_memory
 from .monitor.metrics import Metrics

@@ -22,8 +22,8 @@ import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
 from .log_throttle import printable
-from .errors import (BusyError, DuplicateRequest, ServiceStopping, SynthesisFailed, UnusablePromptAudio,
-                     UserFacingError)
+from .errors import (STOPPING_MESSAGE, BusyError, DuplicateRequest, ServiceStopping, SynthesisFailed,
+                     UnusablePromptAudio, UserFacingError)
 from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -243,8 +243,7 @@ class SynthesisService:
                 if self.supervisor.stopping:
                     # Not decoded: each prompt decode starts a child process, and ones started after
                     # SIGTERM outlived the app (helper-117). The worker's queue would refuse it anyway.
-                    raise ServiceStopping("The application is shutting down and takes no new requests. Try again "
-                                          "shortly.")
+                    raise ServiceStopping(STOPPING_MESSAGE)
                 stack.enter_context(self._being_checked())
                 request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction,
                                                                       speed, seed, speaker)

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..errors import STOPPING_MESSAGE
 from .asgi_requests import answer_json, read_json
 from .queue_join import is_join
-
-MESSAGE = "The application is shutting down and takes no new requests. Try again shortly."
 
 
 class RefuseWhileStopping:
@@ -44,13 +43,13 @@ class RefuseWhileStopping:
             path = scope.get("path", "")
             if "/gradio_api/call/" in path and self.stopping():
                 self.on_refused(path)
-                await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
+                await answer_json(send, 503, STOPPING_MESSAGE, close=True, headers=((b"retry-after", b"10"),))
                 return
             if is_join(scope) and self.joins_closed():
                 _, payload = await read_json(receive, scope)
                 fn_index = payload.get("fn_index") if payload else None
                 self.on_refused(path, fn_index)
-                await answer_json(send, 503, MESSAGE, close=True, headers=((b"retry-after", b"10"),))
+                await answer_json(send, 503, STOPPING_MESSAGE, close=True, headers=((b"retry-after", b"10"),))
                 return
             if is_join(scope):
                 self.joins.count += 1

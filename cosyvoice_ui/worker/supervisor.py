@@ -39,7 +39,8 @@ import psutil
 from ..duration_text import duration_text
 from ..engines.base import SynthesisOutput, SynthesisRequest
 from ..engines.long_text import SegmentJoiner
-from ..errors import BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed, UnusablePromptAudio
+from ..errors import (STOPPING_MESSAGE, BusyError, RequestTimedOut, ServiceStopping, SynthesisFailed,
+                      UnusablePromptAudio)
 from ..inputs.segments import spoken_chars
 from ..monitor.leak import LeakReport, LeakWatchdog
 from ..monitor.ledger import Ledger, LedgerRecord
@@ -271,7 +272,7 @@ class Supervisor:
             job, "cancelled", error="the client left while the request was queued"))
         with self._lock:
             if self._stopping:
-                raise ServiceStopping("The application is shutting down and takes no new requests. Try again shortly.")
+                raise ServiceStopping(STOPPING_MESSAGE)
             # Requests withdrawn by clients that left hold no slot.
             self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
             # While no worker is ready (loading at start, after a restart or an idle unload), the
