@@ -933,6 +933,45 @@ def test_the_decoding_child_ends_with_the_process_that_started_it(tmp_path):
         parent.wait()
 
 
+def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_path):
+    """Two slow files held both decode slots for their whole FFmpeg decode, up to the 10 s deadline,
+    and a WAV, read by libsndfile in a fraction of a second, waited behind them (helper-117: 39 s
+    behind 8 clients). A thread lends its slot out while FFmpeg's child decodes for it: the WAV is
+    done while both slow files are still decoding."""
+    import threading
+
+    from .test_shutdown import _slow_to_decode
+
+    slow = _slow_to_decode(tmp_path / "four_tracks.nut")
+    outcomes = []
+    threads = [threading.Thread(target=lambda: outcomes.append(load_prompt_audio(slow))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        import psutil
+
+        deadline = time.monotonic() + 30
+        def decoding() -> int:
+            count = 0
+            for child in psutil.Process().children():
+                try:
+                    count += "child_main" in " ".join(child.cmdline())
+                except psutil.Error:  # ended while being looked at
+                    pass
+            return count
+
+        while decoding() < 2:  # both children started: both slots were taken
+            assert time.monotonic() < deadline and all(t.is_alive() for t in threads), "the slow decodes never began"
+            time.sleep(0.02)
+        prompt = load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav"))
+        assert prompt.seconds > 3
+        assert all(thread.is_alive() for thread in threads), "the WAV waited for a slow decode to end"
+    finally:
+        for thread in threads:
+            thread.join(60)
+    assert len(outcomes) == 2, "a slow decode failed"
+
+
 def test_one_damaged_packet_mid_file_costs_only_that_packet(tmp_path):
     """64 damaged bytes at 30 % of an M4A ended FFmpeg's decode there: 2.7 s of the 8.7 s used, and
     the note said the file was cut (helper-119). The damaged packet is left out and named."""

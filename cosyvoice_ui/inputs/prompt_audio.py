@@ -72,7 +72,11 @@ _MIN_TONE_HZ = 20.0
 _PEAKS_SHARE = (0.7, 0.8, 0.85)  # a window is tonal when its 1, 2 or 3 highest peaks hold this much
 _TONE_WINDOWS = 0.5
 # Decoding and resampling run in the web process: at most two at a time, however many uploads arrive.
+# A thread lends its slot out while FFmpeg's child decodes for it (the children have two slots of
+# their own): slow files held both for up to the child's deadline, and a WAV upload, read in a
+# fraction of a second, waited behind them (helper-117: 39 s behind 8 clients).
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
+_holds_slot = threading.local()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +189,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
     try:
-        data, sr, note, damaged_at_s = decode_in_child(path, MAX_PYAV_DECODE_S)
+        data, sr, note, damaged_at_s = _decode_in_child(path)
         return data, sr, note, None if damaged_at_s is None else _cut_hint(
             f"is damaged or cut off after {damaged_at_s:.1f} s")
     except (InputError, BusyError):
@@ -248,7 +252,7 @@ def _all_of_joined_file(path: str, data: np.ndarray, sr: int, container: str,
     if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
-        whole, rate, note, _ = decode_in_child(path, MAX_PYAV_DECODE_S)
+        whole, rate, note, _ = _decode_in_child(path)
     except (InputError, BusyError):
         raise  # the whole file is too long (decoding stopped at 120 s)
     except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
@@ -658,6 +662,7 @@ def load_prompt_audio(path: str) -> PromptAudio:
             what would work.
     """
     with _DECODE_SLOTS:
+        _holds_slot.value = True
         try:
             data, sr, decode_note, cut = decode_audio_file(path)
             try:
@@ -667,7 +672,21 @@ def load_prompt_audio(path: str) -> PromptAudio:
                     raise
                 raise InputError(f"{e} {cut}") from None  # see _cut_hint
         finally:
+            _holds_slot.value = False
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
+
+
+def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
+    """:func:`.pyav_process.decode_in_child` with the deadline :data:`MAX_PYAV_DECODE_S`, this
+    thread's decode slot (if it holds one) lent out while the child works, and taken back for the
+    samples it returns."""
+    if not getattr(_holds_slot, "value", False):
+        return decode_in_child(path, MAX_PYAV_DECODE_S)
+    _DECODE_SLOTS.release()
+    try:
+        return decode_in_child(path, MAX_PYAV_DECODE_S)
+    finally:
+        _DECODE_SLOTS.acquire()
 
 
 def _check_sample_rate(sr: int) -> None:

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -40,6 +41,8 @@ DECODE_MEMORY_MIB = 512
 _ALARM_MARGIN_S = 5
 _HEADER_LIMIT_BYTES = 64 * 1024
 _LOGGED_STDERR_BYTES = 2000
+# Children decoding at once: each may take DECODE_MEMORY_MIB and a core until its deadline.
+_CHILD_SLOTS = threading.BoundedSemaphore(2)
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ def decode_in_child(path: str, deadline_s: float,
     Args:
         path: the prompt audio file.
         deadline_s: wall time for the whole child (start, decode, reply), in seconds; past it the
-            child is killed.
+            child is killed. At most two children run at once (a third call waits for one to end).
         memory_mib: address space the child may add once started, in MiB; default
             :data:`DECODE_MEMORY_MIB`.
 
@@ -80,11 +83,11 @@ def decode_in_child(path: str, deadline_s: float,
                "import sys; sys.path.insert(0, sys.argv[1]); "
                "from cosyvoice_ui.inputs.pyav_process import child_main; child_main()",
                root, path, str(deadline_s), str(memory_mib), str(os.getpid())]
-    started = time.monotonic()
     try:
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
         # only its end, however much it wrote.
-        with tempfile.TemporaryFile() as stderr:
+        with _CHILD_SLOTS, tempfile.TemporaryFile() as stderr:
+            started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
             done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
                                   timeout=max(deadline_s, 0.001), start_new_session=True, check=False)
             if done.returncode:
