@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         status = supervisor.status()
         if status["state"] in (UNLOADED, FAILED):
             no_worker.set()
-        log.info("%s", _drain_line(status, settings.restart_grace_s, signal_name))
+        log.info("%s", _drain_line(status, settings.restart_grace_s, signal_name, requests_being_checked(app)))
         supervisor.stop()
         monitor.stop()
 
@@ -318,13 +318,20 @@ def main(argv: list[str] | None = None) -> int:
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _drain_line(status: dict, grace_s: float, signal_name: str | None = None) -> str:
+def _drain_line(status: dict, grace_s: float, signal_name: str | None = None, checking: int = 0) -> str:
     """What the drain is about to do, from the supervisor's state (one line said "letting the
     running one finish" during a reload, a restart and while unloaded; newcomer sessions 22-23),
-    and the signal that asked for it, as the line of a stop while loading names it."""
+    the signal that asked for it, as the line of a stop while loading names it, and the requests
+    whose prompt audio is still being checked (``checking``; "no request is running" was logged
+    while they decoded, helper-117)."""
+    from cosyvoice_ui.inputs.prompt_audio import MAX_PYAV_DECODE_S
     from cosyvoice_ui.worker.supervisor import FAILED, RESTARTING, STARTING, UNLOADED
 
     by = f" ({signal_name})" if signal_name else ""
+    if checking and status["in_flight"] is None and status["state"] not in (UNLOADED, FAILED):
+        return (f"shutting down{by}: no new requests; no request is running; {checking} request(s) whose prompt audio "
+                f"is still being checked will be told the server is stopping (within {MAX_PYAV_DECODE_S:.0f} s): "
+                "ending the worker")
     if status["in_flight"] is not None:
         return (f"shutting down{by}: no new requests; letting the running one finish (up to {grace_s:.0f} s), "
                 "then ending the worker")

@@ -451,6 +451,10 @@ def test_drain_line_follows_the_state():
         "shutting down while the model loads: ending the worker"  # the new one is loading
     assert line({"state": "loading", "in_flight": None}, 30) == "shutting down while the model loads: ending the worker"
     assert "no request is running" in line({"state": "ready", "in_flight": None}, 30)
+    # Requests decoding their prompt audio are no running request, but they are there (helper-117).
+    assert line({"state": "ready", "in_flight": None}, 30, checking=2).endswith(
+        "no request is running; 2 request(s) whose prompt audio is still being checked will be told the server is "
+        "stopping (within 10 s): ending the worker")
     # The failed state has no worker: "ending the worker" was logged (helper-118).
     assert "no worker to end" in line({"state": "failed", "in_flight": None, "pid": None}, 30)
     # The signal is named, as the line of a stop while loading names it (twenty-fourth newcomer session).
@@ -676,6 +680,8 @@ def test_a_request_whose_prompt_decodes_at_a_signal_gets_its_answer(tmp_path, mo
         error = outcome.get("error", "")
         # The drain's answer, or the decode's own refusal on a machine slower than its deadline.
         assert "shutting down" in error or "to decode" in error, outcome
+        # The log said "no request is running" while the decode ran (helper-117).
+        assert "1 request(s) whose prompt audio is still being checked" in app.log_path.read_text()
     finally:
         app.stop()
 
@@ -685,3 +691,24 @@ def _ignore_errors_value(call, default):
         return call()
     except psutil.Error:
         return default
+
+
+def test_the_pages_prompt_check_starts_no_decode_once_the_app_is_stopping(tmp_path, monkeypatch):
+    """The page checks each upload at once; after SIGTERM such a check still started its decode (up to
+    the 10 s deadline, in a child the exit then killed; helper-117). From the first stop on it
+    starts none: Generate would be refused anyway."""
+    from types import SimpleNamespace
+
+    from cosyvoice_ui.ui import handlers as module
+
+    shown = []
+    monkeypatch.setattr(module.gr, "Warning", lambda message, **_: shown.append(message))
+    (tmp_path / "notes.wav").write_text("shopping list, not a recording")
+    page = module.Handlers.__new__(module.Handlers)  # the check uses no other part of the handlers
+    page.supervisor = SimpleNamespace(stopping=False)
+    page.check_prompt_page({"path": str(tmp_path / "notes.wav"), "orig_name": "notes.wav"})
+    assert shown and "could not be decoded" in shown[0], shown  # checked while serving
+    shown.clear()
+    page.supervisor.stopping = True
+    page.check_prompt_page({"path": str(tmp_path / "notes.wav"), "orig_name": "notes.wav"})
+    assert shown == []

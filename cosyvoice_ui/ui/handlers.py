@@ -228,8 +228,8 @@ class Handlers:
             prompt_audio: Gradio's ``FileData`` dict of the file (not preprocessed), or None.
         """
         path = uploaded_path(prompt_audio)
-        if not isinstance(path, str) or not path:
-            return
+        if not isinstance(path, str) or not path or self.supervisor.stopping:
+            return  # after SIGTERM a decode would only delay the exit (helper-117)
         try:
             load_prompt_audio(path)
         except InputError as e:
