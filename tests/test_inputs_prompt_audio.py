@@ -123,6 +123,21 @@ def test_too_long(speech, tmp_path):
     _refused(tmp_path / "long.wav", "30 s")
 
 
+def test_telephone_codecs_are_refused_before_their_slow_decode(speech, tmp_path):
+    """libsndfile decodes G.721/G.723 ADPCM and GSM 6.10 at whatever rate a header states, in the web
+    process: 4-6 s of CPU per upload at the sample cap, with no deadline (helper-119). Made for 8 kHz
+    calls, they are refused by name before any sample is read, at a rate that passes the rate check."""
+    samples, sr = speech  # 24 kHz
+    for container, subtype, name in (("AU", "G721_32", "G.721 ADPCM"), ("AU", "G723_40", "G.723 ADPCM"),
+                                     ("WAV", "GSM610", "GSM 6.10")):
+        path = tmp_path / f"call_{subtype}.{container.lower()}"
+        sf.write(path, samples, sr, format=container, subtype=subtype)
+        _refused(path, f"encoded as {name}, a telephone codec", "16-bit WAV or FLAC")
+    # A codec that is no telephone codec, at the same rate, is used.
+    sf.write(tmp_path / "adpcm.wav", samples, sr, format="WAV", subtype="IMA_ADPCM")
+    assert load_prompt_audio(str(tmp_path / "adpcm.wav")).seconds > 3
+
+
 def test_8khz_is_refused_with_what_works(speech, tmp_path):
     samples, sr = speech
     sf.write(tmp_path / "phone.wav", samples[::3], 8000)

@@ -394,6 +394,15 @@ def _wav_shortfall(path: str) -> tuple[float, float] | None:
     return None
 
 
+# Codecs made for 8 kHz telephone calls. libsndfile decodes them at any rate the header states, in
+# the web process and slowly: G.721 at 48 kHz took 2.3 s of CPU per 110 s, up to 6.2 s per upload
+# at the sample cap (helper-119; /tmp/s24/subtypes.py, throwaway). At 8 kHz the rate check refuses
+# them already; at a higher rate they are a call resampled, or a file made to be slow.
+_TELEPHONE_CODECS = {"G721_32": "G.721 ADPCM", "G723_24": "G.723 ADPCM", "G723_40": "G.723 ADPCM",
+                     "GSM610": "GSM 6.10", "VOX_ADPCM": "Dialogic VOX ADPCM", "NMS_ADPCM_16": "NMS ADPCM",
+                     "NMS_ADPCM_24": "NMS ADPCM", "NMS_ADPCM_32": "NMS ADPCM"}
+
+
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None]:
     """Decode with libsndfile; returns ``(samples, rate, container format as sf.info names it,
     seconds its header states or None)``."""
@@ -405,6 +414,11 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
                          "or FLAC.")
     if info.samplerate > 0:
         _check_sample_rate(info.samplerate)  # before the length, which a 1 Hz header makes days long
+    if info.subtype in _TELEPHONE_CODECS:
+        raise InputError(f"The prompt audio is encoded as {_TELEPHONE_CODECS[info.subtype]}, a telephone codec: it "
+                         "keeps only the 300-3400 Hz band of a call, without the high band that carries a voice's "
+                         "timbre. Upload the original recording, or export it again as 16-bit WAV or FLAC at "
+                         "16-48 kHz.")
     # A FLAC whose header leaves the length open (written through a pipe) reports 2**63 - 1
     # frames: it was refused as "209146758205323.7 s long" (twenty-fourth newcomer session).
     length_known = 0 < info.frames < 2**62
