@@ -712,3 +712,30 @@ def test_the_pages_prompt_check_starts_no_decode_once_the_app_is_stopping(tmp_pa
     page.supervisor.stopping = True
     page.check_prompt_page({"path": str(tmp_path / "notes.wav"), "orig_name": "notes.wav"})
     assert shown == []
+
+
+def test_the_phonemizers_child_ends_with_its_worker(tmp_path):
+    """The embedded voice's espeak-ng runs in a child of the worker (helper-121: it crashed the
+    worker). A worker killed (as a Restart past its grace, a hang or the kernel's OOM killer do)
+    takes that child with it, and the app's exit leaves no process of either behind."""
+    app = RunningApp(env={"GRADIO_TEMP_DIR": str(tmp_path)})
+    try:
+        app.wait_healthy()
+        worker = psutil.Process(app.status()["pid"])
+        phonemizers = [c for c in worker.children() if "phonemizer_process" in " ".join(_ignore_errors_value(c.cmdline, []))]
+        assert len(phonemizers) == 1, worker.children()
+        worker.kill()
+        wait_for(lambda: not (phonemizers[0].is_running() and phonemizers[0].status() != psutil.STATUS_ZOMBIE), 5,
+                 "the killed worker's phonemizer to end")
+        wait_for(lambda: app.status()["state"] == "ready" and app.status()["pid"] not in (None, worker.pid), 120,
+                 "a new worker")
+        Client(app.url, verbose=False).predict(text="Spoken after the crash.", api_name="/synthesize")
+        everything = psutil.Process(app.proc.pid).children(recursive=True)
+        assert any("phonemizer_process" in " ".join(_ignore_errors_value(c.cmdline, [])) for c in everything)
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(timeout=60)
+        time.sleep(0.5)
+        alive = [c for c in everything if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        assert not alive, f"left behind: {[(c.pid, _ignore_errors_value(c.cmdline, [])) for c in alive]}"
+    finally:
+        app.stop()

@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from ..errors import BusyError, InputError
+from ..parent_death import die_with_parent
 
 # Address space the child may add once numpy, PyAV and FFmpeg's libraries are mapped. The largest
 # file the caps let through (two channels at 48 kHz for 119 s, as AAC, Opus or FLAC: 46 MB of
@@ -145,7 +146,7 @@ def child_main() -> None:
     # Killed with the web process (the thread that started it waits for it, so it is the process
     # that ends): children of a SIGKILLed app lived on for good, asleep, where a CPU-time limit
     # never fired (helper-117). And, whatever happens, ended a little after the deadline by an alarm.
-    _die_with_parent(parent)
+    die_with_parent(parent)
     signal.alarm(int(deadline_s) + _ALARM_MARGIN_S)
     import importlib
 
@@ -176,19 +177,3 @@ def child_main() -> None:
     if data is not None:
         out.write(memoryview(data).cast("B"))
     out.flush()
-
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Have the kernel SIGKILL this process when the thread that started it ends (Linux's
-    ``prctl(PR_SET_PDEATHSIG)``); if the parent is already gone, end now."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the alarm still ends it
-        pass
-    if os.getppid() != parent_pid:
-        os._exit(1)

