@@ -510,6 +510,30 @@ def test_restart_cut_short_by_a_stop_says_so(tmp_path, monkeypatch):
         assert report.new_pid is None and "shutting down" in (report.error or ""), report
 
 
+def test_a_restart_whose_loads_all_run_out_of_time_reports_it(tmp_path, monkeypatch):
+    """A Restart waited one try's worth (grace + start timeout + 10 s) and then failed with a bare
+    TimeoutError, while the supervisor went on to its second and third tries (helper-122). The
+    press waits for all three and gets the report naming why."""
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=1, start_timeout_s=2) as sup:
+        (tmp_path / "load_s").write_text("30")
+        report = sup.restart()
+        assert report.new_pid is None and "did not finish loading the model within 2 s" in (report.error or ""), report
+        assert sup.status()["state"] == "failed"
+
+
+def test_a_restart_stopped_by_a_shutdown_says_so_not_an_earlier_failure(tmp_path, monkeypatch):
+    """After failed loads, a Restart cut short by SIGTERM reported the earlier failure's reason
+    ("did not finish loading the model within 8 s" after 5 s; helper-122)."""
+    with _supervisor(tmp_path, monkeypatch, restart_grace_s=1, start_timeout_s=2) as sup:
+        (tmp_path / "load_s").write_text("30")
+        assert sup.restart().error  # failed: the last error is a load's
+        restart = sup.restart(wait=False)
+        _wait_until(lambda: sup.status()["state"] == "restarting" and sup.worker_pid is not None, 30)
+        sup.stop(grace_s=1)
+        report = restart.result(timeout=30)
+        assert report.new_pid is None and "shutting down" in (report.error or ""), report
+
+
 def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_path, monkeypatch):
     """Restart waits for the running request; if the worker dies meanwhile, the replacement is the
     fresh worker asked for, not one more reload right after it."""
@@ -787,6 +811,20 @@ def test_free_cache_keeps_the_worker(fault_supervisor):
     assert report["reserved_before_bytes"] is None  # CPU: no torch allocator figures
     assert fault_supervisor.worker_pid == pid
     fault_supervisor.synthesize(SynthesisRequest(text="still here"))
+
+
+def test_free_cache_waits_for_a_request_that_runs_past_its_own_wait(fault_supervisor):
+    """Free cache waited 60 s plus the grace for the running request, then failed with a bare
+    TimeoutError ("Error" and nothing else in the page) while a longer request ran on (helper-122).
+    It waits for the request, which its own deadline bounds, then frees (here with a 1 s wait for
+    the worker's answer against an 8 s request: 6 s, with the grace, before)."""
+    pid = fault_supervisor.worker_pid
+    running = threading.Thread(target=lambda: fault_supervisor.synthesize(SynthesisRequest(text="sleep:8 a long one")))
+    running.start()
+    _wait_in_flight(fault_supervisor)
+    report = fault_supervisor.free_cache(timeout_s=1.0)
+    assert report["pid"] == pid and "replaced_pid" not in report, report
+    running.join(30)
 
 
 def test_free_cache_says_when_its_worker_was_replaced_meanwhile(fault_supervisor):

@@ -337,7 +337,13 @@ class Supervisor:
         while one is pending are served by the same restart.
 
         Returns:
-            The :class:`RestartReport` (``wait=True``) or a future of it.
+            The :class:`RestartReport` (``wait=True``) or a future of it. A restart whose new
+            worker could not be loaded (three tries) returns a report with ``error`` set.
+
+        Raises:
+            ServiceStopping: the application is shutting down.
+            SynthesisFailed: ``wait=True`` and the restart has not ended within ``timeout_s``
+                (default: the grace, three tries to load and their pauses); it goes on.
         """
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
@@ -351,8 +357,15 @@ class Supervisor:
             self._wake.notify_all()
         if not wait:
             return future
-        limit = timeout_s if timeout_s is not None else self.restart_grace_s + self.start_timeout_s + 10
-        return future.result(timeout=limit)
+        # The whole restart: the grace, the old worker's end, three tries to load with their pauses.
+        # One try's worth (grace + start timeout + 10 s) gave the caller a bare TimeoutError, no
+        # report, while the restart went on to its second and third tries (helper-122).
+        limit = timeout_s if timeout_s is not None else self.restart_grace_s + 3 * (self.start_timeout_s + 10) + 30
+        try:
+            return future.result(timeout=limit)
+        except concurrent.futures.TimeoutError:
+            raise SynthesisFailed(f"The restart has not finished within {limit:.0f} s; it goes on, and /healthz "
+                                  "shows its state. See the server log for why the model loads slowly.") from None
 
     def free_cache(self, timeout_s: float = 60.0) -> dict:
         """Ask the worker to return its allocator's cached memory (``torch.cuda.empty_cache()``
@@ -365,6 +378,14 @@ class Supervisor:
             when no worker is loaded. ``"replaced_pid"`` is added when the worker of the press was
             replaced (it hung, crashed or was restarted) before its turn: the figures are then the
             new worker's.
+
+        Waits for the running request to end (its own deadline bounds it) and for a worker being
+        started or replaced to be ready, then at most ``timeout_s`` for the worker's answer.
+
+        Raises:
+            ServiceStopping: the application is shutting down.
+            SynthesisFailed: the worker is not ready (failed, stopping), or gave no answer within
+                ``timeout_s``.
         """
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
@@ -374,7 +395,29 @@ class Supervisor:
             pid_at_press = self._worker.process.pid if self._worker else None
             self._cache_waiters.append(future)
             self._wake.notify_all()
-        report = future.result(timeout=timeout_s + self.restart_grace_s)
+        # Freed between requests: a press waits for the running one to end, however long its own
+        # deadline lets it run (waiting 60 s + the grace gave a bare TimeoutError when it ran on,
+        # helper-122), and then at most ``timeout_s``.
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                report = future.result(timeout=_POLL_S)
+                break
+            except concurrent.futures.TimeoutError:
+                pass
+            with self._lock:
+                behind_a_request = future in self._cache_waiters and (self._inflight is not None
+                                                                      or self._state in (STARTING, RESTARTING))
+                late = not behind_a_request and time.monotonic() > deadline
+                if late and future in self._cache_waiters:
+                    self._cache_waiters.remove(future)
+            if behind_a_request:
+                deadline = time.monotonic() + timeout_s
+            elif late:
+                if future.done():
+                    continue
+                raise SynthesisFailed(f"The worker did not answer the free-cache request within {timeout_s:.0f} s "
+                                      "(it may be hung; a hung worker is replaced on its own). Try again in a moment.")
         if pid_at_press is not None and report.get("pid") not in (None, pid_at_press):
             # It reported the new worker's figures as if nothing had happened (twenty-second newcomer session).
             report = {**report, "replaced_pid": pid_at_press}
@@ -1077,8 +1120,9 @@ class Supervisor:
                 duration_s=time.monotonic() - t0, memory_before=before,
                 memory_after=new.memory if (new and ok) else None,
                 failed_load_attempts=tuple(self._failed_load_attempts) if ok else (),
-                error=None if ok else (self._last_error or ("The application is shutting down; no new worker was started."
-                                                             if self._stopping else "No new worker was started.")))
+                # A stop ends the tries: the last error may be an earlier failure's (helper-122).
+                error=None if ok else ("The application is shutting down; no new worker was started."
+                                       if self._stopping else self._last_error or "No new worker was started."))
             self._last_restart = report
         return report
 
