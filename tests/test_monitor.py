@@ -206,6 +206,90 @@ def test_gpu_log_moved_or_replaced_is_reopened_or_reported(tmp_path, caplog):
         monitor.stop()
 
 
+def test_gpu_log_replaced_by_a_fifo_is_refused_without_waiting(tmp_path):
+    """The GPU log moved away and a FIFO made at its path: the reopen waited in open() for a
+    reader for good, holding the handler's lock, so sampling stopped with no error counted and the
+    shutdown never ended (helper-122). The write now returns at once, counted as a failure, with
+    or without a reader; close() returns; a regular file is made again once the FIFO is gone."""
+    import threading
+
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    path = tmp_path / "gpu.log"
+    gpu_log = GpuLog(str(path), 10_000, "# header\n")
+    gpu_log.write("before\n")
+    path.rename(tmp_path / "gpu.moved")
+    os.mkfifo(path)
+
+    def in_thread(call) -> threading.Thread:
+        thread = threading.Thread(target=call, daemon=True)
+        thread.start()
+        thread.join(timeout=5)
+        return thread
+
+    writes = []
+    try:
+        writer = in_thread(lambda: writes.append(gpu_log.write("no reader\n")))
+        assert not writer.is_alive(), "the write waits in open() for a reader of the FIFO"
+        assert gpu_log.write_errors == 1 and "FIFO" in gpu_log.error, (gpu_log.write_errors, gpu_log.error)
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            gpu_log.write("with a reader\n")
+            assert gpu_log.write_errors == 2 and "FIFO" in gpu_log.error, (gpu_log.write_errors, gpu_log.error)
+            assert os.read(reader, 100) == b"", "a line went into the FIFO"
+        finally:
+            os.close(reader)
+        path.unlink()
+        gpu_log.write("after\n")
+        assert gpu_log.error is None and path.read_text() == "# header\nafter\n"
+        closer = in_thread(gpu_log.close)
+        assert not closer.is_alive(), "close() waits for the blocked write"
+    finally:
+        # With the old code a thread is still in open(): a reader lets it go on (and fail).
+        for _ in range(50):
+            if not any(t.is_alive() for t in threading.enumerate() if t.daemon and t.name.startswith("Thread-")):
+                break
+            if path.exists() and not path.is_file():
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            time.sleep(0.1)
+
+
+def test_gpu_log_close_is_bounded_when_a_write_hangs(tmp_path):
+    """A write stuck in a hung file system holds the log handler's lock; close() waited for it,
+    and so did logging's flush at exit, keeping a stopped app alive with its port held
+    (helper-122). A thread holding that lock stands in for the hung write here: close() gives up
+    after its timeout with a warning, and the process still exits."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, time\n"
+        "from cosyvoice_ui.monitor.gpu_log import GpuLog\n"
+        f"gpu_log = GpuLog({str(tmp_path / 'gpu.log')!r}, 10_000, '# header\\n')\n"
+        "held = threading.Event()\n"
+        "def hung_write():\n"
+        "    with gpu_log._handler.lock:\n"
+        "        held.set()\n"
+        "        time.sleep(3600)\n"
+        "threading.Thread(target=hung_write, daemon=True).start()\n"
+        "held.wait()\n"
+        "t0 = time.monotonic()\n"
+        "gpu_log.close()\n"
+        "print(f'closed after {time.monotonic() - t0:.1f} s', flush=True)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"still running 20 s after close() was called: {out!r}") from None
+    assert proc.returncode == 0 and "closed after" in out, out
+    assert "a write has not returned" in out, out
+
+
 def test_gpu_log_whose_rotation_fails_stays_at_its_size(tmp_path, caplog):
     """With PATH.1 a folder the rotation fails; the file was opened again for every sample and got
     a header each time: 620 headers, 7x the limit and growing (twenty-fourth newcomer session).

@@ -7,9 +7,11 @@ one older file beside it (``PATH.1``), each starting with the column header.
 
 from __future__ import annotations
 
+import errno
 import logging
 import logging.handlers
 import os
+import stat
 import sys
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,36 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         self._writing_header = False  # the record being written is the header itself
         self.error: str | None = None  # the latest, while writing fails
 
+    def _open(self, mode: str | None = None):
+        """The log's path opened for writing (``mode`` "a" or "w"; the handler's own by default).
+
+        Raises:
+            OSError: the path cannot be opened, or is a FIFO or socket.
+        """
+        # A FIFO put in the log's place made the reopen wait in open() for a reader for good,
+        # holding the handler's lock: sampling stopped, no error was counted, and the shutdown
+        # waited on that lock (helper-122). O_NONBLOCK makes such an open return at once (ENXIO
+        # without a reader). A FIFO or socket is refused even with a reader: its writes wait on
+        # that process. A character device (/dev/full in the tests) never waits on anyone.
+        mode = mode or self.mode
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+        try:
+            fd = os.open(self.baseFilename, flags, 0o666)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                raise OSError(e.errno, "a FIFO with no reader is in its place, not a regular file",
+                              self.baseFilename) from None
+            raise
+        try:
+            kind = os.fstat(fd).st_mode
+            if not (stat.S_ISREG(kind) or stat.S_ISCHR(kind)):
+                raise OSError(errno.EINVAL, "a FIFO or socket is in its place, not a regular file", self.baseFilename)
+            os.set_blocking(fd, True)
+            return open(fd, mode, encoding=self.encoding, errors=self.errors)
+        except BaseException:
+            os.close(fd)
+            raise
+
     def doRollover(self) -> None:
         try:
             super().doRollover()
@@ -35,7 +67,8 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
             # samples are kept and the size stays bounded; said once per failure in a row.
             if self.stream is not None:
                 self.stream.close()
-            self.stream = open(self.baseFilename, "w", encoding=self.encoding)
+            self.stream = None
+            self.stream = self._open("w")
             if not self._rotation_failed:
                 self._rotation_failed = True
                 log.warning("cannot rotate the GPU log to %s.1 (%s); %s is started over instead",
@@ -127,8 +160,25 @@ class GpuLog:
         """Why writing fails, while it does; ``None`` once it works (again)."""
         return self._handler.error
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Flush and close the file, waiting at most ``timeout_s`` for a write in progress.
+
+        A write stuck in the file system (a hung network mount) holds the handler's lock; waiting
+        for it kept a stopped app running, its port held, for as long as the write hung
+        (helper-122). The file is then left open (logged), and left out of logging's flush at
+        exit, which would wait on the same lock. Errors are not raised: lines that cannot be
+        flushed are lost.
+        """
+        handler = self._handler
+        if not handler.lock.acquire(timeout=timeout_s):
+            log.warning("the GPU log %s: a write has not returned for %.0f s (a hung file system?); it is left open",
+                        handler.baseFilename, timeout_s)
+            with logging._lock:  # private, but the only way out of logging.shutdown()'s wait at exit
+                logging._handlerList[:] = [ref for ref in logging._handlerList if ref() is not handler]
+            return
         try:
-            self._handler.close()
+            handler.close()
         except OSError:  # the last lines cannot be flushed either (the disk is still full)
             pass
+        finally:
+            handler.lock.release()
