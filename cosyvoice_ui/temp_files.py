@@ -101,7 +101,7 @@ def upload_ttl_text() -> str:
 
 def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     """Run :func:`sweep_abandoned_uploads` on Gradio's upload folder every ``interval_s`` seconds
-    in a daemon thread."""
+    in a daemon thread, after :func:`keep_claim`."""
     from gradio.utils import get_upload_folder
 
     global _upload_ttl_s
@@ -110,6 +110,7 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     def loop() -> None:
         while True:
             time.sleep(interval_s)
+            keep_claim()
             deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
             folders = sum(path.endswith(os.sep) for path in deleted)
             # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
@@ -131,6 +132,29 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
 
 CLAIM_FILE = ".cosyvoice_ui.lock"
 _claimed: list[int] = []  # the open lock files: held until the process ends
+_claim_folder: str | None = None  # the folder claimed (by claim_folder); its lock file is _claimed[-1]
+_claim_lost_to: str | None = None  # the pid that holds the folder's new lock file, once said
+
+
+def _lock(path: str) -> tuple[int | None, str]:
+    """``(descriptor, "")`` with an exclusive ``flock`` on ``path`` (created if missing) and this
+    process's pid written in it, or ``(None, the holder's pid)`` when another process holds it.
+
+    Raises:
+        OSError: when ``path`` cannot be opened.
+    """
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        return None, owner
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd, ""
 
 
 def claim_folder(folder: str) -> str | None:
@@ -142,29 +166,67 @@ def claim_folder(folder: str) -> str | None:
     :data:`CLAIM_FILE` in the folder (holding this process's pid), released by the system when the
     process ends however it ends, so a killed app's folder is free again at once; the descriptor
     is not inherited by the worker processes (Python opens files non-inheritable).
+    :func:`keep_claim` takes it again if the file is deleted meanwhile.
 
     Returns:
         ``None`` when claimed; otherwise the message to print (another running process holds it).
     """
-    import fcntl
+    global _claim_folder
 
     path = os.path.join(folder, CLAIM_FILE)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd, owner = _lock(path)
     except OSError as e:
         return f"GRADIO_TEMP_DIR={folder!r} cannot hold the app's lock file ({e.strerror}); point it at a writable folder."
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
+    if fd is None:
         return (f"GRADIO_TEMP_DIR={folder!r} is in use by another running copy of this app (pid {owner}); each copy "
                 "deletes old uploads and results there, so two would delete each other's. Give this copy its own "
                 "folder, or unset GRADIO_TEMP_DIR (each port then gets its own).")
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
     _claimed.append(fd)
+    _claim_folder = folder
     return None
+
+
+def keep_claim() -> None:
+    """Take the claim of :func:`claim_folder` again when its lock file was deleted or replaced.
+
+    The temporary folder deleted under a running app (``rm -rf``) took the lock file with it:
+    Gradio made the folder again at the next upload, but not the file, and a second copy then
+    started on the folder and served (helper-122). The held file is compared with the one at the
+    path (device and inode); another one there is locked anew, the folder made again if need be.
+    When another process holds the new file, an ERROR names it (once). Errors are logged, not
+    raised: the sweeper calls this.
+    """
+    global _claim_lost_to
+
+    if _claim_folder is None or not _claimed:
+        return
+    path = os.path.join(_claim_folder, CLAIM_FILE)
+    held = os.fstat(_claimed[-1])
+    try:
+        on_disk = os.stat(path)
+        if (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino):
+            return
+    except OSError:  # gone with its folder, or the folder made unreadable: taken again below, or said why not
+        pass
+    try:
+        os.makedirs(_claim_folder, mode=0o700, exist_ok=True)
+        fd, owner = _lock(path)
+    except OSError as e:
+        fd, owner = None, None
+        problem = f"cannot take it again ({e})"
+    else:
+        problem = (f"another running copy of this app (pid {owner}) holds it now: each deletes old uploads and "
+                   "results there, so the two delete each other's; stop one") if fd is None else None
+    if fd is None:
+        if _claim_lost_to != problem:
+            _claim_lost_to = problem
+            log.error("the temporary folder's lock file %s was deleted or replaced, and %s", path, problem)
+        return
+    os.close(_claimed.pop())  # a lock on a deleted file keeps no one out
+    _claimed.append(fd)
+    _claim_lost_to = None
+    log.warning("the temporary folder's lock file %s was deleted or replaced; it is this app's again", path)
 
 
 def remove_folders_of_gone_processes(prefix: str, folder: str | None = None) -> int:

@@ -320,3 +320,62 @@ def test_a_second_copy_on_the_same_temp_folder_is_refused(tmp_path):
         third.wait_healthy()
     finally:
         third.stop()
+
+
+def test_a_temp_folder_deleted_under_the_app_is_claimed_again(tmp_path):
+    """The temporary folder deleted under a running app (rm -rf) took its lock file along; Gradio
+    made the folder again, not the file, and a second copy on the folder started and served
+    (helper-122). The app's sweep (every second with --temp-file-ttl 6) takes the lock again, so
+    the second copy is refused as before; while another process holds the new lock file, an ERROR
+    names it."""
+    import fcntl
+    import shutil
+    import subprocess
+    import sys
+
+    from .conftest import ROOT, free_port
+
+    def wait_for_log(text: str, times: int = 1, timeout_s: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            log = first.log_path.read_text()
+            if log.count(text) >= times:
+                return log
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} not in the app's log after {timeout_s} s:\n{log[-2000:]}")
+
+    shared = tmp_path / "shared_temp"
+    first = RunningApp(TTL_FLAG, "6", env={"GRADIO_TEMP_DIR": str(shared)})
+    try:
+        first.wait_healthy()
+        shutil.rmtree(shared)
+        time.sleep(3)  # three sweeps
+        second = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(free_port()), TTL_FLAG, "1"],
+                                  cwd=ROOT, env={**os.environ, "GRADIO_TEMP_DIR": str(shared)},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = second.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            second.terminate()
+            _, err = second.communicate(timeout=30)
+            raise AssertionError(f"a second copy started on the deleted and remade folder:\n{err[-2000:]}") from None
+        assert second.returncode == 2, err[-2000:]
+        assert f"is in use by another running copy of this app (pid {first.proc.pid})" in err, err[-2000:]
+        wait_for_log("was deleted or replaced; it is this app's again")
+        # Another process is first to lock the new file: the app names it, once, and takes the
+        # lock again once it is free.
+        shutil.rmtree(shared)
+        shared.mkdir()
+        with open(shared / ".cosyvoice_ui.lock", "w") as other:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            other.write(str(os.getpid()))
+            other.flush()
+            log = wait_for_log(f"another running copy of this app (pid {os.getpid()}) holds it now")
+            time.sleep(2)
+            assert first.log_path.read_text().count("holds it now") == 1, first.log_path.read_text()[-2000:]
+            assert "ERROR" in log.split(f"(pid {os.getpid()}) holds it now")[0].splitlines()[-1]
+        wait_for_log("it is this app's again", times=2)
+        assert (shared / ".cosyvoice_ui.lock").read_text() == str(first.proc.pid)
+        assert first.status()["status"] == "ok"
+    finally:
+        first.stop()
