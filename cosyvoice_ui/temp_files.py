@@ -101,16 +101,23 @@ def upload_ttl_text() -> str:
 
 def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     """Run :func:`sweep_abandoned_uploads` on Gradio's upload folder every ``interval_s`` seconds
-    in a daemon thread, after :func:`keep_claim`."""
+    in a daemon thread, and :func:`keep_claim` every :data:`CLAIM_CHECK_S` (or ``interval_s`` if
+    shorter)."""
     from gradio.utils import get_upload_folder
 
     global _upload_ttl_s
     _upload_ttl_s = ttl_s
 
     def loop() -> None:
+        next_sweep = time.monotonic() + interval_s
         while True:
-            time.sleep(interval_s)
+            # One stat: often, so that a copy started on a folder deleted under this one finds it
+            # claimed within seconds (at the sweep's pace, 10 minutes by default, it did not).
+            time.sleep(max(0.0, min(CLAIM_CHECK_S, next_sweep - time.monotonic())))
             keep_claim()
+            if time.monotonic() < next_sweep:
+                continue
+            next_sweep = time.monotonic() + interval_s
             deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
             folders = sum(path.endswith(os.sep) for path in deleted)
             # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
@@ -131,6 +138,7 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
 
 
 CLAIM_FILE = ".cosyvoice_ui.lock"
+CLAIM_CHECK_S = 5.0  # how often the lock file is checked (keep_claim)
 _claimed: list[int] = []  # the open lock files: held until the process ends
 _claim_folder: str | None = None  # the folder claimed (by claim_folder); its lock file is _claimed[-1]
 _claim_lost_to: str | None = None  # the pid that holds the folder's new lock file, once said

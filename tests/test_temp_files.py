@@ -325,9 +325,9 @@ def test_a_second_copy_on_the_same_temp_folder_is_refused(tmp_path):
 def test_a_temp_folder_deleted_under_the_app_is_claimed_again(tmp_path):
     """The temporary folder deleted under a running app (rm -rf) took its lock file along; Gradio
     made the folder again, not the file, and a second copy on the folder started and served
-    (helper-122). The app's sweep (every second with --temp-file-ttl 6) takes the lock again, so
-    the second copy is refused as before; while another process holds the new lock file, an ERROR
-    names it."""
+    (helper-122). The app checks its lock file every 5 s (its sweep of old files runs every 10 s
+    with --temp-file-ttl 60, every 10 minutes by default) and takes the lock again, so the second
+    copy is refused as before; while another process holds the new lock file, an ERROR names it."""
     import fcntl
     import shutil
     import subprocess
@@ -345,11 +345,11 @@ def test_a_temp_folder_deleted_under_the_app_is_claimed_again(tmp_path):
         raise AssertionError(f"{text!r} not in the app's log after {timeout_s} s:\n{log[-2000:]}")
 
     shared = tmp_path / "shared_temp"
-    first = RunningApp(TTL_FLAG, "6", env={"GRADIO_TEMP_DIR": str(shared)})
+    first = RunningApp(TTL_FLAG, "60", env={"GRADIO_TEMP_DIR": str(shared)})
     try:
         first.wait_healthy()
         shutil.rmtree(shared)
-        time.sleep(3)  # three sweeps
+        time.sleep(6)  # a check of the lock file, before the first sweep
         second = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(free_port()), TTL_FLAG, "1"],
                                   cwd=ROOT, env={**os.environ, "GRADIO_TEMP_DIR": str(shared)},
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -371,7 +371,7 @@ def test_a_temp_folder_deleted_under_the_app_is_claimed_again(tmp_path):
             other.write(str(os.getpid()))
             other.flush()
             log = wait_for_log(f"another running copy of this app (pid {os.getpid()}) holds it now")
-            time.sleep(2)
+            time.sleep(6)  # another check
             assert first.log_path.read_text().count("holds it now") == 1, first.log_path.read_text()[-2000:]
             assert "ERROR" in log.split(f"(pid {os.getpid()}) holds it now")[0].splitlines()[-1]
         wait_for_log("it is this app's again", times=2)
