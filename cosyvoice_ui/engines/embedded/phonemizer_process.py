@@ -1,8 +1,9 @@
 """espeak-ng, Piper's phonemizer, in a process of its own beside the worker's model.
 
 espeak-ng (the copy in ``piper-tts`` 1.8) crashes with SIGSEGV on some short, legal texts:
-letters joined by dots, such as ``"a."`` 100 times or ``"a.b. "`` 100 times (helper-121; see
-``tests/test_embedded_engine.py``). In the worker, the crash took the model with it: two worker
+letters joined by dots, such as ``"A.B.C.D.E.F.G.H.I.J."`` 10 times (10 fresh processes in 10) or
+``"a."`` 100 times (2 in 10; helper-121; ``tests/test_server.py``; /tmp/s24/rate.py, throwaway).
+In the worker, the crash took the model with it: two worker
 restarts per such request (it is rerun once), and anyone could send it again and again. Here a
 crash ends only this child: the request is refused with a message, and the next text starts a
 new child (0.1-0.2 s), while the model stays loaded.
@@ -20,6 +21,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 
 from ...parent_death import die_with_parent
 
@@ -97,8 +99,6 @@ class IsolatedPhonemizer:
     def _read_line(self, child: subprocess.Popen) -> bytes | None:
         """The child's next reply line; ``b""`` once it ended (or sent more than a reply can
         be), None past the deadline."""
-        import time
-
         fd = child.stdout.fileno()
         deadline = time.monotonic() + PHONEMIZE_DEADLINE_S
         data = b""
