@@ -402,3 +402,12 @@ def test_symbols_the_voice_has_no_name_for_are_left_out_with_a_note(engine):
     assert stars_s < 1.3 * plain_s
     _, notes = spoken("Turn right → now, © 2024 😀.")  # named by espeak-ng: read
     assert not any("Left out" in n for n in notes)
+
+
+def test_double_brackets_are_read_as_words_not_phonemes(engine):
+    """Piper reads what stands between [[ and ]] as phoneme symbols: a wiki link pasted with the
+    text ("See [[Main Page]]") was spoken as the letters' phonemes, "Main Page" unread. The
+    brackets are kept apart, silent, and the words read."""
+    plain = engine._sentences("See Main Page for details.")
+    for text in ("See [[Main Page]] for details.", "See [[[Main Page]]] for details."):
+        assert engine._sentences(text) == plain, text

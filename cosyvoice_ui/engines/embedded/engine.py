@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import time
 import unicodedata
 
@@ -39,6 +40,7 @@ _SENTENCE_GAP_S = 0.12
 # note (thirty-seventh newcomer session); memory admission predicts from the text, not from how slowly
 # it is read.
 _TEMPO_RANGE = (0.5, 2.0)
+_RAW_PHONEMES_OPENING = re.compile(r"\[(?=\[)")  # each "[" of "[[" (Piper's phoneme blocks: _sentences)
 VOICE_SAMPLE_RATE_HZ = 22050  # en_US-joe-medium's config; prompts arrive at this rate (load() checks)
 
 
@@ -127,7 +129,7 @@ class EmbeddedEngine(Engine):
             # six zero five" five times (forty-fifth newcomer session).
             spoken = "".join(" " if ch in unnamed else ch for ch in spoken)
             notes.append(f"Left out, as the voice has no name for them: {' '.join(unnamed)}.")
-        sentences = [s for s in self._phonemizer.phonemize(spoken) if s]
+        sentences = self._sentences(spoken)
         if not sentences:
             raise NoSpeechSounds("The text produced no speech sounds. Type words rather than only symbols.")
         chunks = []
@@ -164,6 +166,18 @@ class EmbeddedEngine(Engine):
             details.update(warp_factor=report.warp_factor, f0_source_hz=round(report.f0_source_hz, 1),
                            f0_target_hz=round(report.f0_target_hz, 1))
         return SynthesisOutput(audio=audio, sample_rate_hz=self._sample_rate_hz, notes=notes, details=details)
+
+    def _sentences(self, text: str) -> list[list[str]]:
+        """The phonemes of ``text`` by sentence, empty sentences left out.
+
+        Raises:
+            TextNotReadable: espeak-ng crashed on the text or took too long (see
+                :mod:`.phonemizer_process`).
+        """
+        # Piper reads what stands between [[ and ]] as phonemes, not words: a wiki link pasted with
+        # the text ("See [[Main Page]]") was spoken as the letters' phoneme symbols. Apart, the
+        # brackets are silent and the words read.
+        return [s for s in self._phonemizer.phonemize(_RAW_PHONEMES_OPENING.sub("[ ", text)) if s]
 
     def _unnamed_symbols(self, text: str) -> list[str]:
         """The symbols and punctuation of ``text`` (not ASCII) that espeak-ng would read as
