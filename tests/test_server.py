@@ -76,23 +76,25 @@ def test_text_that_crashes_espeak_is_refused_and_the_worker_stays():
     """Letters joined by dots crash espeak-ng, the embedded voice's phonemizer, with SIGSEGV (in
     piper-tts 1.8 on its own too): in the worker, each such request cost two worker restarts and
     was told to "try a shorter text" (helper-121). espeak-ng runs in a child of the worker: the
-    request is refused naming what crashed, and the same worker serves the next one. An app of
-    its own: these texts crashed a fresh espeak-ng 10 times in 10, one that had read other texts
-    first not always."""
+    request is refused naming what crashed, and the same worker serves the next one. The crash is
+    not certain (these texts crashed a fresh espeak-ng 16-19 times in 20, /tmp/s24/rate3.py), so
+    several are sent: at least one must crash it, and none may reach the worker."""
+    texts = ["A.B.C.D.E.F.G.H.I.J." * 15, "a.b.c.d.e.f. " * 20, "K.L.M.N.O.P.Q.R.S.T." * 10] * 2
     with serving() as app:
-        _crashing_texts_are_refused(Client(app.url, verbose=False))
-
-
-def _crashing_texts_are_refused(client) -> None:
-    before = client.predict(api_name="/status")
-    for text in ("A.B.C.D.E.F.G.H.I.J." * 10, "A.B.C.D.E.F.G.H.I.J." * 40):
-        with pytest.raises(Exception) as e:
-            client.predict(text=text, api_name="/synthesize")
-        assert "phonemizer (espeak-ng) crashed on it" in str(e.value) and "a. b. c." in str(e.value), str(e.value)
-    _, stats = client.predict(text="U.S. roads, e.g. the I.95, are long.", api_name="/synthesize")
-    assert stats["audio_s"] > 1.0
-    after = client.predict(api_name="/status")
-    assert (after["pid"], after["restarts"]) == (before["pid"], before["restarts"])
+        client = Client(app.url, verbose=False)
+        before = client.predict(api_name="/status")
+        refused = 0
+        for text in texts:
+            try:
+                client.predict(text=text, api_name="/synthesize")
+            except Exception as e:  # noqa: BLE001 - the answer is the point
+                assert "phonemizer (espeak-ng) crashed on it" in str(e) and "a. b. c." in str(e), str(e)
+                refused += 1
+        assert refused, "no text crashed espeak-ng: nothing was tested"
+        _, stats = client.predict(text="U.S. roads, e.g. the I.95, are long.", api_name="/synthesize")
+        assert stats["audio_s"] > 1.0
+        after = client.predict(api_name="/status")
+        assert (after["pid"], after["restarts"]) == (before["pid"], before["restarts"])
 
 
 def test_bad_prompt_file_is_refused_clearly(client, tmp_path):

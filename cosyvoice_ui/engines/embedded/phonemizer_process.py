@@ -16,6 +16,7 @@ worker (Linux's parent-death signal) and when its pipe closes.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import selectors
 import signal
@@ -28,6 +29,14 @@ from ...parent_death import die_with_parent
 # espeak-ng takes milliseconds per sentence; a text it spends this long on is not read.
 PHONEMIZE_DEADLINE_S = 30.0
 _REPLY_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+# What _read_line returns instead of a reply line (compared by identity).
+_ENDED, _LATE, _STOPPED = object(), object(), object()
+# Signals of a crash inside the child: the text's doing. Others (SIGKILL, SIGTERM) came from outside.
+_CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE, signal.SIGILL})
+
+log = logging.getLogger(__name__)
 
 
 class TextNotReadable(ValueError):
@@ -63,30 +72,50 @@ class IsolatedPhonemizer:
     def phonemize(self, text: str) -> list[list[str]]:
         """Phonemes of ``text``, grouped by sentence, as ``PiperVoice.phonemize`` returns them.
 
+        A child ended or stopped from outside (SIGKILL, SIGTERM, SIGSTOP: an operator, the kernel's
+        OOM killer) while it read the text is replaced and the text sent once more: such an end
+        was told the text had crashed it (helper-124).
+
         Raises:
-            TextNotReadable: espeak-ng crashed on ``text`` or ran past :data:`PHONEMIZE_DEADLINE_S`;
-                the child is ended and the next call starts a new one.
+            TextNotReadable: espeak-ng crashed on ``text`` (SIGSEGV, SIGBUS, SIGABRT, SIGFPE,
+                SIGILL), ran past :data:`PHONEMIZE_DEADLINE_S`, or its child was ended or stopped
+                from outside twice; the child is ended and the next call starts a new one.
             OSError: no child could be started.
         """
-        self.start()
-        child = self._child
-        try:
-            child.stdin.write(json.dumps({"text": text}).encode() + b"\n")
-            child.stdin.flush()
-            line = self._read_line(child)
-        except OSError:  # its pipe closed: it ended
-            line = b""
-        if not line:
-            late = line is None
+        for attempt in (1, 2):
+            self.start()
+            child = self._child
+            try:
+                child.stdin.write(json.dumps({"text": text}).encode() + b"\n")
+                child.stdin.flush()
+                line = self._read_line(child)
+            except OSError:  # its pipe closed: it ended
+                line = _ENDED
+            if line not in (_ENDED, _LATE, _STOPPED):
+                break
             self._end_child()
-            if late:
+            if line is _LATE:
+                log.warning("worker %s: the phonemizer's child process %s spent more than %.0f s on a text (%d "
+                            "characters); it was ended", os.getpid(), child.pid, PHONEMIZE_DEADLINE_S, len(text))
                 raise TextNotReadable(
                     f"The text could not be read: the voice's phonemizer (espeak-ng) spent more than "
                     f"{PHONEMIZE_DEADLINE_S:.0f} s on it. Shorten it, or split it into sentences.")
-            raise TextNotReadable(
-                "The text could not be read: the voice's phonemizer (espeak-ng) crashed on it"
-                f"{_by_signal(child.returncode)}. Letters joined by dots in long runs (\"a.b.c.\") do this: write them "
-                "apart (\"a. b. c.\") or as words. Nothing else was affected; other texts work as before.")
+            if line is _ENDED and child.returncode is not None and -child.returncode in _CRASH_SIGNALS:
+                # Logged, so that an operator sees texts crashing it again and again (helper-125).
+                log.warning("worker %s: the phonemizer's child process %s crashed%s on a text (%d characters), "
+                            "which was refused", os.getpid(), child.pid, _by_signal(child.returncode), len(text))
+                raise TextNotReadable(
+                    "The text could not be read: the voice's phonemizer (espeak-ng) crashed on it"
+                    f"{_by_signal(child.returncode)}. Letters joined by dots in long runs (\"a.b.c.\") do this: write "
+                    "them apart (\"a. b. c.\") or as words. Nothing else was affected; other texts work as before.")
+            how = "was stopped (SIGSTOP)" if line is _STOPPED else f"ended{_by_signal(child.returncode)}"
+            log.warning("worker %s: the phonemizer's child process %s %s while reading a text, not by the text's "
+                        "doing%s", os.getpid(), child.pid, how, "; it was started again" if attempt == 1 else "")
+            if attempt == 2:
+                raise TextNotReadable(
+                    f"The voice's phonemizer process {how} twice while reading this text: something on the server "
+                    "ends or stops processes (an operator, or the system short of memory); the text is not the "
+                    "cause. Send it again.")
         reply = json.loads(line)
         if "error" in reply:
             raise ValueError(reply["error"])
@@ -96,9 +125,10 @@ class IsolatedPhonemizer:
         """End the child (also done by the kernel when the worker ends)."""
         self._end_child()
 
-    def _read_line(self, child: subprocess.Popen) -> bytes | None:
-        """The child's next reply line; ``b""`` once it ended (or sent more than a reply can
-        be), None past the deadline."""
+    def _read_line(self, child: subprocess.Popen) -> bytes | object:
+        """The child's next reply line; :data:`_ENDED` once it ended (or sent more than a reply
+        can be), :data:`_STOPPED` once it is seen stopped (checked every second: a stopped child
+        held every request for the whole deadline, helper-124), :data:`_LATE` past the deadline."""
         fd = child.stdout.fileno()
         deadline = time.monotonic() + PHONEMIZE_DEADLINE_S
         data = b""
@@ -106,11 +136,15 @@ class IsolatedPhonemizer:
             selector.register(fd, selectors.EVENT_READ)
             while not data.endswith(b"\n"):
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    return None
+                if left <= 0:
+                    return _LATE
+                if not selector.select(min(left, 1.0)):
+                    if _stopped(child.pid):
+                        return _STOPPED
+                    continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk or len(data) + len(chunk) > _REPLY_LIMIT_BYTES:
-                    return b""
+                    return _ENDED
                 data += chunk
         return data
 
@@ -126,6 +160,16 @@ class IsolatedPhonemizer:
                 pipe.close()
             except OSError:
                 pass
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, a debugger), read from ``/proc``; False
+    where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 def _by_signal(returncode: int | None) -> str:
