@@ -84,3 +84,30 @@ def test_a_restart_that_only_loaded_the_model_says_so_in_the_cooldown(tmp_path, 
             client.predict(api_name="/restart")
     finally:
         app.stop()
+
+
+def test_free_cache_presses_do_not_hold_off_restart(tmp_path, monkeypatch):
+    """Free cache waits for the running request however long it runs; four presses of it filled the
+    lane Restart shared with them, and a Restart waited in Gradio's queue until that request ended
+    (150 s instead of the 30 s grace; helper-125). Here a 20 s request, four Free cache calls, then
+    Restart: it stops the request after its 2 s grace and runs it again (rerun_request_id)."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    app = RunningApp("--engine", "tests.fault_engines:FaultEngine", "--restart-grace", "2", "--restart-cooldown", "0",
+                     "--request-timeout", "120")
+    try:
+        app.wait_healthy()
+        client = Client(app.url, verbose=False)
+        running = client.submit(text="sleep:20 a long one", api_name="/synthesize")
+        deadline = time.monotonic() + 30
+        while app.status()["in_flight"] is None:
+            assert time.monotonic() < deadline, "the long request never ran"
+            time.sleep(0.05)
+        presses = [Client(app.url, verbose=False).submit(api_name="/free_cache") for _ in range(4)]
+        time.sleep(1.0)  # the four are waiting in their lane
+        report = client.predict(api_name="/restart")
+        assert report["rerun_request_id"] is not None and report["error"] is None, report
+        for press in presses:
+            assert press.result(timeout=120)["pid"] == report["new_pid"]
+        running.result(timeout=120)
+    finally:
+        app.stop()

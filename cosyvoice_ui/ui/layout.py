@@ -183,11 +183,13 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         # The free-cache report describes the worker a Restart ends: "No model is loaded ..." stayed
         # under a later Restart's report (helper-68). Cleared in the browser, no server call.
         restart.click(None, outputs=free_cache_md, js="() => ''", queue=False, api_visibility="private")
+        # A lane of its own: Free cache waits for the running request however long it runs, and four
+        # presses in Restart's lane held every Restart until that request ended (helper-125).
         free_cache.click(handlers.free_cache_ui, outputs=free_cache_md, api_visibility="private", show_progress="hidden",
-                         concurrency_limit=4, concurrency_id="restart")
+                         concurrency_limit=4, concurrency_id="free_cache")
         gr.Button(visible=False).click(handlers.free_cache, outputs=status_json, api_name="free_cache",
                                        api_description=API_DESCRIPTIONS["free_cache"],
-                                       concurrency_limit=4, concurrency_id="restart")
+                                       concurrency_limit=4, concurrency_id="free_cache")
         # API-only endpoints with stable names.
         gr.Button(visible=False).click(handlers.restart, outputs=status_json, api_name="restart",
                                        api_description=API_DESCRIPTIONS["restart"],
