@@ -48,8 +48,8 @@ _CHILD_SLOTS = threading.BoundedSemaphore(2)
 log = logging.getLogger(__name__)
 
 
-def decode_in_child(path: str, deadline_s: float,
-                    memory_mib: int | None = None) -> tuple[np.ndarray, int, str | None, float | None]:
+def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
+                    before_slot_freed=None) -> tuple[np.ndarray, int, str | None, float | None]:
     """Decode ``path`` with PyAV in a child process (see the module docstring).
 
     Args:
@@ -58,6 +58,9 @@ def decode_in_child(path: str, deadline_s: float,
             child is killed. At most two children run at once (a third call waits for one to end).
         memory_mib: address space the child may add once started, in MiB; default
             :data:`DECODE_MEMORY_MIB`.
+        before_slot_freed: called once the child has ended (or could not start), before its slot
+            is given to the next decode, whatever happened; the caller takes back its own slot
+            there, so that replies waiting for it stay bounded by the child slots.
 
     Returns:
         ``(samples, sample_rate_hz, note, damaged_at_s)``: float32 of shape ``(frames, channels)``
@@ -88,13 +91,17 @@ def decode_in_child(path: str, deadline_s: float,
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
         # only its end, however much it wrote.
         with _CHILD_SLOTS, tempfile.TemporaryFile() as stderr:
-            started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
-            done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                  timeout=max(deadline_s, 0.001), start_new_session=True, check=False)
-            if done.returncode:
-                stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - _LOGGED_STDERR_BYTES))
-                log.warning("FFmpeg's child process for a prompt ended with status %s: %s", done.returncode,
-                            stderr.read().decode(errors="replace").strip() or "(nothing on stderr)")
+            try:
+                started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
+                done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                      env=env, timeout=max(deadline_s, 0.001), start_new_session=True, check=False)
+                if done.returncode:
+                    stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - _LOGGED_STDERR_BYTES))
+                    log.warning("FFmpeg's child process for a prompt ended with status %s: %s", done.returncode,
+                                stderr.read().decode(errors="replace").strip() or "(nothing on stderr)")
+            finally:
+                if before_slot_freed is not None:
+                    before_slot_freed()
     except subprocess.TimeoutExpired:
         raise _took_too_long(deadline_s) from None
     except OSError as e:
