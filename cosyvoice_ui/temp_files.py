@@ -13,6 +13,7 @@ out again, so a file in use is never that old).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -141,27 +142,44 @@ CLAIM_FILE = ".cosyvoice_ui.lock"
 CLAIM_CHECK_S = 5.0  # how often the lock file is checked (keep_claim)
 _claimed: list[int] = []  # the open lock files: held until the process ends
 _claim_folder: str | None = None  # the folder claimed (by claim_folder); its lock file is _claimed[-1]
+_claim_folder_was_link = False  # GRADIO_TEMP_DIR named a link when claimed: the user's choice, not a plant
 _claim_lost_to: str | None = None  # the pid that holds the folder's new lock file, once said
 
 
-def _lock(path: str) -> tuple[int | None, str]:
-    """``(descriptor, "")`` with an exclusive ``flock`` on ``path`` (created if missing) and this
-    process's pid written in it, or ``(None, the holder's pid)`` when another process holds it.
+def _lock(path: str, dir_fd: int | None = None) -> tuple[int | None, str]:
+    """``(descriptor, "")`` with an exclusive ``flock`` on ``path`` (created if missing; relative
+    to ``dir_fd`` if given) and this process's pid written in it, or ``(None, the holder's pid)``
+    when another process holds it.
 
     Raises:
-        OSError: when ``path`` cannot be opened.
+        OSError: when ``path`` cannot be opened, or is a symbolic link, or a file of another user.
     """
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # The pid is written over what the file held: a link planted at the path made the app
+    # truncate and overwrite the file it pointed to, any file of the app's user (helper-125).
+    # O_NOFOLLOW refuses the link itself; a file of another user is refused as the folder is.
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NOCTTY, 0o644, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(e.errno, "a symbolic link is in its place, not the app's own file", path) from None
+        raise
+    try:
+        owner_uid = os.fstat(fd).st_uid
+        if owner_uid != os.getuid():
+            raise OSError(errno.EPERM, f"it belongs to another user (uid {owner_uid})", path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            return None, owner
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+    except BaseException:
         os.close(fd)
-        return None, owner
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+        raise
     return fd, ""
 
 
@@ -179,7 +197,7 @@ def claim_folder(folder: str) -> str | None:
     Returns:
         ``None`` when claimed; otherwise the message to print (another running process holds it).
     """
-    global _claim_folder
+    global _claim_folder, _claim_folder_was_link
 
     path = os.path.join(folder, CLAIM_FILE)
     try:
@@ -192,7 +210,37 @@ def claim_folder(folder: str) -> str | None:
                 "folder, or unset GRADIO_TEMP_DIR (each port then gets its own).")
     _claimed.append(fd)
     _claim_folder = folder
+    _claim_folder_was_link = os.path.islink(folder)
     return None
+
+
+def _lock_again(folder: str) -> tuple[int | None, str]:
+    """:func:`_lock` on the lock file in ``folder``, made again if need be, once the folder is
+    found to be this user's, and a link only if it was one when claimed.
+
+    Raises:
+        OSError: the folder cannot be made or opened, belongs to another user, or has become a
+            link; or as :func:`_lock`.
+    """
+    # After an rm -rf another local user could make the folder (its name is known) or a link
+    # there before Gradio did; the start's check (app.py) refuses such a folder, this must too
+    # (helper-125). The lock file is opened relative to the folder checked, so it cannot be
+    # swapped between the check and the open.
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC |
+                         (0 if _claim_folder_was_link else os.O_NOFOLLOW))
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+            raise OSError(e.errno, "the folder is now a symbolic link", folder) from None
+        raise
+    try:
+        owner_uid = os.fstat(dir_fd).st_uid
+        if owner_uid != os.getuid():
+            raise OSError(errno.EPERM, f"the folder belongs to another user (uid {owner_uid})", folder)
+        return _lock(CLAIM_FILE, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def keep_claim() -> None:
@@ -212,17 +260,16 @@ def keep_claim() -> None:
     path = os.path.join(_claim_folder, CLAIM_FILE)
     held = os.fstat(_claimed[-1])
     try:
-        on_disk = os.stat(path)
+        on_disk = os.stat(path, follow_symlinks=False)  # a link to the held file is not the file
         if (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino):
             return
     except OSError:  # gone with its folder, or the folder made unreadable: taken again below, or said why not
         pass
     try:
-        os.makedirs(_claim_folder, mode=0o700, exist_ok=True)
-        fd, owner = _lock(path)
+        fd, owner = _lock_again(_claim_folder)
     except OSError as e:
         fd, owner = None, None
-        problem = f"cannot take it again ({e})"
+        problem = f"cannot take it again ({e.strerror or e})"
     else:
         problem = (f"another running copy of this app (pid {owner}) holds it now: each deletes old uploads and "
                    "results there, so the two delete each other's; stop one") if fd is None else None

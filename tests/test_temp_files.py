@@ -379,3 +379,136 @@ def test_a_temp_folder_deleted_under_the_app_is_claimed_again(tmp_path):
         assert first.status()["status"] == "ok"
     finally:
         first.stop()
+
+
+class _Claimer:
+    """A process that claims ``folder`` as the app does (``temp_files.claim_folder``) and runs
+    ``keep_claim()`` at each :meth:`check`, logging to ``log_path``: the claim is per process,
+    and a check that blocks for good ends with the process (:meth:`stop`)."""
+
+    CODE = (
+        "import logging, sys\n"
+        "from cosyvoice_ui import temp_files\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(levelname)s %(message)s')\n"
+        "print(temp_files.claim_folder(sys.argv[1]), flush=True)\n"
+        "for _ in sys.stdin:\n"
+        "    temp_files.keep_claim()\n"
+        "    print('checked', flush=True)\n"
+    )
+
+    def __init__(self, folder: Path, log_path: Path) -> None:
+        import subprocess
+        import sys
+
+        from .conftest import ROOT
+
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen([sys.executable, "-c", self.CODE, str(folder)], cwd=ROOT, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log, bufsize=0)
+        assert self._reply() == "None", self.log_path.read_text()
+
+    def _reply(self, timeout_s: float = 10.0) -> str | None:
+        import select
+
+        deadline, reply = time.monotonic() + timeout_s, b""
+        while not reply.endswith(b"\n"):
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            more = os.read(self.proc.stdout.fileno(), 100)
+            if not more:
+                break
+            reply += more
+        return reply.decode().strip()
+
+    def check(self) -> None:
+        """One ``keep_claim()``; fails if it does not return within 10 s."""
+        self.proc.stdin.write(b"check\n")
+        assert self._reply() == "checked", f"keep_claim() did not return ({self.proc.poll()}):\n{self.log_path.read_text()[-2000:]}"
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def open_files(self) -> list[str]:
+        """What the process's descriptors point to."""
+        fds = f"/proc/{self.proc.pid}/fd"
+        return [os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+def test_the_lock_file_is_not_taken_again_through_a_link_nor_in_another_users_folder(tmp_path):
+    """The lock file taken again under the running app (keep_claim) was opened through a link
+    planted at its path, and the file the link named, any file of the app's user, was cut to the
+    app's pid (helper-125); nor was the folder made again checked to be the user's, as the start
+    does. A link, another user's lock file or folder, and a folder become a link are now refused
+    with one ERROR each (the checks go on quietly), the file they name left as it was; the lock is
+    taken again once a file of the app's own can be."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    lock = folder / ".cosyvoice_ui.lock"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious content")
+    claimer = _Claimer(folder, tmp_path / "claimer.log")
+    try:
+        lock.unlink()
+        lock.symlink_to(victim)
+        claimer.check()
+        claimer.check()
+        assert victim.read_text() == "precious content", "the file the link named was overwritten"
+        assert lock.is_symlink()
+        errors = [line for line in claimer.log().splitlines() if line.startswith("ERROR")]
+        assert len(errors) == 1 and "a symbolic link is in its place" in errors[0], claimer.log()
+        lock.unlink()
+        claimer.check()
+        assert "it is this app's again" in claimer.log() and not lock.is_symlink()
+        assert lock.read_text() == str(claimer.proc.pid)
+
+        # The folder made again by another user, or a link put in its place.
+        other = tmp_path / "elsewhere"
+        other.mkdir()
+        plants = [("a link", lambda: folder.symlink_to(other, target_is_directory=True), "is now a symbolic link")]
+        if os.getuid() == 0:
+            def others_folder():
+                folder.mkdir()
+                os.chown(folder, 65534, 65534)
+
+            def others_file():
+                folder.mkdir()
+                lock.write_text("12345")
+                os.chown(lock, 65534, 65534)
+
+            plants += [("another user's folder", others_folder, "the folder belongs to another user (uid 65534)"),
+                       ("another user's lock file", others_file, "it belongs to another user (uid 65534)")]
+        for what, plant, said in plants:
+            shutil_rm(folder)
+            plant()
+            claimer.check()
+            claimer.check()
+            assert claimer.log().count(said) == 1, f"{what}:\n{claimer.log()[-2000:]}"
+            assert not (other / ".cosyvoice_ui.lock").exists(), f"{what}: a lock file was made through the link"
+            if what == "another user's lock file":
+                assert lock.read_text() == "12345" and lock.stat().st_uid == 65534
+            elif folder.is_dir() and not folder.is_symlink():
+                assert not lock.exists(), f"{what}: a lock file was made in it"
+        shutil_rm(folder)
+        claimer.check()
+        assert claimer.log().count("it is this app's again") == 2, claimer.log()[-2000:]
+        assert lock.read_text() == str(claimer.proc.pid) and lock.stat().st_uid == os.getuid()
+    finally:
+        claimer.stop()
+
+
+def shutil_rm(path: Path) -> None:
+    """``rm -rf path``, a link removed, not followed."""
+    import shutil
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
