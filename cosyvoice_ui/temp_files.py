@@ -17,6 +17,7 @@ import errno
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -103,7 +104,7 @@ def upload_ttl_text() -> str:
 def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
     """Run :func:`sweep_abandoned_uploads` on Gradio's upload folder every ``interval_s`` seconds
     in a daemon thread, and :func:`keep_claim` every :data:`CLAIM_CHECK_S` (or ``interval_s`` if
-    shorter)."""
+    shorter). An error out of either is logged (once while it repeats) and both go on."""
     from gradio.utils import get_upload_folder
 
     global _upload_ttl_s
@@ -111,27 +112,44 @@ def start_upload_sweeper(ttl_s: float, interval_s: float) -> threading.Thread:
 
     def loop() -> None:
         next_sweep = time.monotonic() + interval_s
+        claim_error = sweep_error = None  # the latest error of each, logged once while it repeats
         while True:
             # One stat: often, so that a copy started on a folder deleted under this one finds it
             # claimed within seconds (at the sweep's pace, 10 minutes by default, it did not).
             time.sleep(max(0.0, min(CLAIM_CHECK_S, next_sweep - time.monotonic())))
-            keep_claim()
+            claim_error = guarded(keep_claim, claim_error, "checking the temporary folder's lock file",
+                                  min(CLAIM_CHECK_S, interval_s))
             if time.monotonic() < next_sweep:
                 continue
             next_sweep = time.monotonic() + interval_s
-            deleted = sweep_abandoned_uploads(get_upload_folder(), ttl_s)
-            folders = sum(path.endswith(os.sep) for path in deleted)
-            # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
-            # and with a short --temp-file-ttl they were most of the log, called "abandoned partial
-            # uploads" (forty-fourth newcomer session). Files are worth a line, but most are uploads and
-            # results whose time ran out, found here before Gradio's own sweep: blaming disconnected
-            # clients and a killed app sent an operator looking for a crash (helper-50).
-            if len(deleted) > folders:
-                log.info("temporary files: deleted %d file(s) older than --temp-file-ttl (%.0f s): uploads and results "
-                         "whose time ran out, and any partial uploads; and %d empty folder(s)",
-                         len(deleted) - folders, ttl_s, folders)
-            elif folders:
-                log.debug("temporary files: deleted %d empty folder(s) Gradio left behind", folders)
+            sweep_error = guarded(lambda: sweep(get_upload_folder()), sweep_error, "deleting old temporary files",
+                                  interval_s)
+
+    def guarded(call, last_error: str | None, what: str, again_s: float) -> str | None:
+        # An error out of keep_claim or the sweep ended this thread: old uploads and results were
+        # never deleted again, without a word after the first (helper-125).
+        try:
+            call()
+        except Exception as e:
+            if repr(e) != last_error:
+                log.exception("%s failed; tried again every %g s", what, again_s)
+            return repr(e)
+        return None
+
+    def sweep(folder: str) -> None:
+        deleted = sweep_abandoned_uploads(folder, ttl_s)
+        folders = sum(path.endswith(os.sep) for path in deleted)
+        # Empty folders are Gradio's leftovers after it deleted its own files on time: routine,
+        # and with a short --temp-file-ttl they were most of the log, called "abandoned partial
+        # uploads" (forty-fourth newcomer session). Files are worth a line, but most are uploads and
+        # results whose time ran out, found here before Gradio's own sweep: blaming disconnected
+        # clients and a killed app sent an operator looking for a crash (helper-50).
+        if len(deleted) > folders:
+            log.info("temporary files: deleted %d file(s) older than --temp-file-ttl (%.0f s): uploads and results "
+                     "whose time ran out, and any partial uploads; and %d empty folder(s)",
+                     len(deleted) - folders, ttl_s, folders)
+        elif folders:
+            log.debug("temporary files: deleted %d empty folder(s) Gradio left behind", folders)
 
     thread = threading.Thread(target=loop, name="upload-sweeper", daemon=True)
     thread.start()
@@ -152,26 +170,33 @@ def _lock(path: str, dir_fd: int | None = None) -> tuple[int | None, str]:
     when another process holds it.
 
     Raises:
-        OSError: when ``path`` cannot be opened, or is a symbolic link, or a file of another user.
+        OSError: when ``path`` cannot be opened or locked, or is a symbolic link, not a regular
+            file (a FIFO), or a file of another user.
     """
     import fcntl
 
     # The pid is written over what the file held: a link planted at the path made the app
     # truncate and overwrite the file it pointed to, any file of the app's user (helper-125).
     # O_NOFOLLOW refuses the link itself; a file of another user is refused as the folder is.
+    # A FIFO there took the lock, failed in ftruncate and kept its descriptor (and the lock);
+    # the next check waited in read() for good, and the sweeper with it (helper-125):
+    # O_NONBLOCK keeps the open from waiting, and anything but a regular file is refused.
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NOCTTY, 0o644, dir_fd=dir_fd)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, 0o644,
+                     dir_fd=dir_fd)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise OSError(e.errno, "a symbolic link is in its place, not the app's own file", path) from None
         raise
     try:
-        owner_uid = os.fstat(fd).st_uid
-        if owner_uid != os.getuid():
-            raise OSError(errno.EPERM, f"it belongs to another user (uid {owner_uid})", path)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "a FIFO, device or socket is in its place, not a regular file", path)
+        if info.st_uid != os.getuid():
+            raise OSError(errno.EPERM, f"it belongs to another user (uid {info.st_uid})", path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             owner = os.read(fd, 20).decode(errors="replace").strip() or "unknown"
             os.close(fd)
             return None, owner

@@ -512,3 +512,72 @@ def shutil_rm(path: Path) -> None:
         path.unlink()
     elif path.exists():
         shutil.rmtree(path)
+
+
+def test_a_fifo_at_the_lock_files_path_neither_blocks_nor_holds_the_checks(tmp_path):
+    """A FIFO made at the lock file's path: the first check locked it, failed in ftruncate and
+    kept its descriptor (and the lock); the next one waited in read() for good, and with it the
+    sweeper: old uploads were never deleted again (helper-125). Each check now returns at once,
+    keeps no descriptor to the FIFO, says so in one ERROR, and takes the lock again once a
+    regular file can be made."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    lock = folder / ".cosyvoice_ui.lock"
+    claimer = _Claimer(folder, tmp_path / "claimer.log")
+    try:
+        lock.unlink()
+        os.mkfifo(lock)
+        for _ in range(3):
+            claimer.check()
+        assert str(lock) not in claimer.open_files(), "a descriptor of the FIFO was kept"
+        errors = [line for line in claimer.log().splitlines() if line.startswith("ERROR")]
+        assert len(errors) == 1 and "not a regular file" in errors[0], claimer.log()
+        lock.unlink()
+        claimer.check()
+        assert "it is this app's again" in claimer.log() and lock.read_text() == str(claimer.proc.pid)
+    finally:
+        # A check stuck in read() on the FIFO (the old code) is let go by a writer, then ended.
+        if lock.exists() and not lock.is_file():
+            try:
+                os.close(os.open(lock, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader: nothing waits on it
+                pass
+        claimer.stop()
+
+
+def test_the_sweeper_goes_on_after_an_unexpected_error(tmp_path):
+    """An error out of keep_claim or the sweep ended the sweeper's thread: old uploads and
+    results were never deleted again (helper-125). It is logged once, and both go on."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    code = (
+        "import logging, sys, time\n"
+        "from cosyvoice_ui import temp_files\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(levelname)s %(message)s')\n"
+        "calls = {'keep_claim': 0, 'sweep': 0}\n"
+        "def failing(name, real):\n"
+        "    def call(*args):\n"
+        "        calls[name] += 1\n"
+        "        if calls[name] <= 2:\n"  # twice in a row: logged once
+        "            raise RuntimeError(f'{name} broke')\n"
+        "        return real(*args)\n"
+        "    return call\n"
+        "temp_files.keep_claim = failing('keep_claim', temp_files.keep_claim)\n"
+        "temp_files.sweep_abandoned_uploads = failing('sweep', temp_files.sweep_abandoned_uploads)\n"
+        "temp_files.CLAIM_CHECK_S = 0.05\n"
+        "thread = temp_files.start_upload_sweeper(60, 0.1)\n"
+        "time.sleep(2)\n"
+        "print(thread.is_alive(), calls['keep_claim'], calls['sweep'])\n"
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "GRADIO_TEMP_DIR": str(temp), "PYTHONPATH": str(ROOT)})
+    alive, keep_claims, sweeps = proc.stdout.split()
+    assert alive == "True" and int(keep_claims) > 3 and int(sweeps) > 3, (proc.stdout, proc.stderr[-3000:])
+    assert proc.stderr.count("keep_claim broke") == 1 and proc.stderr.count("sweep broke") == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 2, proc.stderr[-3000:]
