@@ -254,6 +254,49 @@ def test_gpu_log_replaced_by_a_fifo_is_refused_without_waiting(tmp_path):
             time.sleep(0.1)
 
 
+def test_gpu_log_replaced_by_a_terminal_is_refused_without_waiting(tmp_path):
+    """A link to a pty put in the GPU log's place: the character device was written to, and once
+    the pty's buffer was full (nobody read its other end) write() waited for good, sampling
+    stopped, and /healthz showed no error (helper-125). A terminal is now refused at once, as a
+    FIFO is, counted as a failure; /dev/null, a character device that never waits, still works."""
+    import threading
+
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    path = tmp_path / "gpu.log"
+    gpu_log = GpuLog(str(path), 10_000, "# header\n")
+    gpu_log.write("before\n")
+    master, slave = os.openpty()
+    os.set_blocking(master, False)
+    writer = None
+    try:
+        path.unlink()
+        path.symlink_to(os.ttyname(slave))
+        writes = []
+        writer = threading.Thread(target=lambda: writes.extend(gpu_log.write(f"{i} line\n") for i in range(2000)),
+                                  daemon=True)
+        writer.start()
+        writer.join(timeout=10)
+        assert not writer.is_alive(), "the writes wait on the pty nobody reads"
+        assert gpu_log.write_errors == 2000 and "terminal" in gpu_log.error, (gpu_log.write_errors, gpu_log.error)
+        try:
+            leaked = os.read(master, 100)
+        except BlockingIOError:
+            leaked = b""
+        assert leaked == b"", f"lines went to the terminal: {leaked!r}"
+        path.unlink()
+        path.symlink_to("/dev/null")
+        gpu_log.write("into /dev/null\n")
+        assert gpu_log.error is None and gpu_log.write_errors == 2000
+        gpu_log.close()
+    finally:
+        # A write stuck on the full pty (the old code) returns once the pty's other end is closed.
+        os.close(master)
+        if writer is not None:
+            writer.join(timeout=10)
+        os.close(slave)
+
+
 def test_gpu_log_close_is_bounded_when_a_write_hangs(tmp_path):
     """A write stuck in a hung file system holds the log handler's lock; close() waited for it,
     and so did logging's flush at exit, keeping a stopped app alive with its port held

@@ -32,15 +32,18 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         """The log's path opened for writing (``mode`` "a" or "w"; the handler's own by default).
 
         Raises:
-            OSError: the path cannot be opened, or is a FIFO or socket.
+            OSError: the path cannot be opened, or is a FIFO, socket or terminal.
         """
         # A FIFO put in the log's place made the reopen wait in open() for a reader for good,
         # holding the handler's lock: sampling stopped, no error was counted, and the shutdown
         # waited on that lock (helper-122). O_NONBLOCK makes such an open return at once (ENXIO
         # without a reader). A FIFO or socket is refused even with a reader: its writes wait on
-        # that process. A character device (/dev/full in the tests) never waits on anyone.
+        # that process. So is a terminal: a pty whose other end nobody read stopped sampling in
+        # write() the same way (helper-125); O_NOCTTY keeps it from becoming the app's terminal.
+        # Other character devices (/dev/null, /dev/full in the tests) never wait on anyone.
         mode = mode or self.mode
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | \
+            (os.O_APPEND if mode == "a" else os.O_TRUNC)
         try:
             fd = os.open(self.baseFilename, flags, 0o666)
         except OSError as e:
@@ -52,6 +55,8 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
             kind = os.fstat(fd).st_mode
             if not (stat.S_ISREG(kind) or stat.S_ISCHR(kind)):
                 raise OSError(errno.EINVAL, "a FIFO or socket is in its place, not a regular file", self.baseFilename)
+            if os.isatty(fd):
+                raise OSError(errno.EINVAL, "a terminal is in its place, not a regular file", self.baseFilename)
             os.set_blocking(fd, True)
             return open(fd, mode, encoding=self.encoding, errors=self.errors)
         except BaseException:
