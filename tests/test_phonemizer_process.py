@@ -61,3 +61,32 @@ def test_a_stopped_child_is_replaced_not_waited_for(phonemizer, monkeypatch):
     os.kill(pid, signal.SIGSTOP)
     assert phonemizer.phonemize(SENTENCE) == expected
     assert phonemizer._child.pid != pid
+
+
+def test_a_crash_leaves_no_core_dump(tmp_path, monkeypatch):
+    """With ``ulimit -c unlimited`` each text that crashed espeak-ng wrote a 47 MB core into the
+    app's working folder (helper-128): anyone could fill the disk where the name holds the pid."""
+    import resource
+    from pathlib import Path
+
+    pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        pytest.skip(f"core dumps go to {pattern!r} here, not to the working folder")
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    if hard == 0:
+        pytest.skip("core dumps are off here (hard RLIMIT_CORE 0)")
+    monkeypatch.chdir(tmp_path)  # the child's working folder, where a core would be written
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    refused = 0
+    try:
+        phonemizer = IsolatedPhonemizer()
+        for _ in range(5):
+            try:
+                phonemizer.phonemize("A.B.C.D.E.F.G.H.I.J." * 15)
+            except TextNotReadable:
+                refused += 1
+        phonemizer.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert refused, "espeak-ng never crashed: nothing was tested"
+    assert not list(tmp_path.glob("core*")), list(tmp_path.iterdir())

