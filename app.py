@@ -114,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     # Gradio 6.17 (the version requirements-cosyvoice.txt installs) names a status constant that
     # current Starlette deprecates; the warning was printed on requests and means nothing to a user.
     warnings.filterwarnings("ignore", message=".*HTTP_422_UNPROCESSABLE_ENTITY")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from cosyvoice_ui import LOG_FORMAT
+
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     # torch sets its loggers to WARNING once imported; a signal while it was still being imported left
     # its exit-time "FakeTensor cache stats" lines after our "stopped" line (helper-58).
     logging.getLogger("torch").setLevel(logging.WARNING)

@@ -11,3 +11,5 @@ Where things happen:
 """
 
 __version__ = "0.1.0"
+# Every log line of the app, its worker included: time, level, logger, message.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

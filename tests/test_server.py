@@ -95,6 +95,8 @@ def test_text_that_crashes_espeak_is_refused_and_the_worker_stays():
         assert stats["audio_s"] > 1.0
         after = client.predict(api_name="/status")
         assert (after["pid"], after["restarts"]) == (before["pid"], before["restarts"])
+        # Logged by the worker like every other line: it came out bare, no time or level (helper-128).
+        assert " WARNING cosyvoice_ui.engines.embedded.phonemizer_process: worker " in app.log_path.read_text()
 
 
 def test_bad_prompt_file_is_refused_clearly(client, tmp_path):

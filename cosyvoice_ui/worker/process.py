@@ -7,6 +7,7 @@ is what gives all of its GPU memory back to the driver.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import signal
@@ -18,6 +19,7 @@ import traceback
 
 import numpy as np
 
+from .. import LOG_FORMAT
 from ..engines.base import PromptAudioRefused, SynthesisOutput
 from ..engines.long_text import RequestAbandoned
 from ..engines.output_check import BadAudioOutput
@@ -255,6 +257,9 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
     if scratch_dir:
         os.environ["TMPDIR"] = scratch_dir  # also for libraries and subprocesses that read it
         tempfile.tempdir = scratch_dir
+    # A spawned process starts without the app's logging: the worker's warnings came out as bare
+    # messages, no time, level or logger (helper-128).
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     _configure_allocator()
     # Ctrl-C in a terminal, SIGTERM sent to the process group (systemd, docker, timeout) and
     # SIGHUP from a closed terminal reach the worker too; the supervisor decides when it stops, so
