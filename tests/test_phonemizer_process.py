@@ -90,3 +90,23 @@ def test_a_crash_leaves_no_core_dump(tmp_path, monkeypatch):
         resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
     assert refused, "espeak-ng never crashed: nothing was tested"
     assert not list(tmp_path.glob("core*")), list(tmp_path.iterdir())
+
+
+def test_a_child_stopped_twice_is_a_server_failure_not_the_texts(phonemizer, monkeypatch):
+    """Stopped from outside twice in a row, the text was refused as invalid input and counted so in
+    the ledger and /metrics (helper-127): it is a failure of the server's, named as such."""
+    from cosyvoice_ui.engines.embedded import phonemizer_process
+
+    started = []
+    start = phonemizer.start
+
+    def start_then_stop() -> None:  # every new child is stopped at once, as by a process that keeps doing it
+        start()
+        if phonemizer._child.pid not in started:
+            started.append(phonemizer._child.pid)
+            os.kill(phonemizer._child.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(phonemizer, "start", start_then_stop)
+    with pytest.raises(phonemizer_process.PhonemizerLost, match="stopped .SIGSTOP. twice .* the text is not the cause"):
+        phonemizer.phonemize(SENTENCE)
+    assert not isinstance(phonemizer_process.PhonemizerLost("x"), ValueError)  # the worker's "invalid" kind

@@ -44,6 +44,11 @@ class TextNotReadable(ValueError):
     message is for the user."""
 
 
+class PhonemizerLost(RuntimeError):
+    """The child was ended or stopped from outside twice while it read one text (helper-127: such a
+    request was counted as invalid input); the message is for the user."""
+
+
 class IsolatedPhonemizer:
     """Piper's ``PiperVoice.phonemize`` for the embedded voice, run in a child process.
 
@@ -78,8 +83,9 @@ class IsolatedPhonemizer:
 
         Raises:
             TextNotReadable: espeak-ng crashed on ``text`` (SIGSEGV, SIGBUS, SIGABRT, SIGFPE,
-                SIGILL), ran past :data:`PHONEMIZE_DEADLINE_S`, or its child was ended or stopped
-                from outside twice; the child is ended and the next call starts a new one.
+                SIGILL) or ran past :data:`PHONEMIZE_DEADLINE_S`; the child is ended and the next
+                call starts a new one.
+            PhonemizerLost: its child was ended or stopped from outside twice.
             OSError: no child could be started.
         """
         for attempt in (1, 2):
@@ -111,8 +117,8 @@ class IsolatedPhonemizer:
             how = "was stopped (SIGSTOP)" if line is _STOPPED else f"ended{_by_signal(child.returncode)}"
             log.warning("worker %s: the phonemizer's child process %s %s while reading a text, not by the text's "
                         "doing%s", os.getpid(), child.pid, how, "; it was started again" if attempt == 1 else "")
-            if attempt == 2:
-                raise TextNotReadable(
+            if attempt == 2:  # the server's doing, not the request's: counted as a failure, not invalid input
+                raise PhonemizerLost(
                     f"The voice's phonemizer process {how} twice while reading this text: something on the server "
                     "ends or stops processes (an operator, or the system short of memory); the text is not the "
                     "cause. Send it again.")
