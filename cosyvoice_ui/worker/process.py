@@ -275,7 +275,12 @@ def worker_main(conn, engine_name: str, device: str, fp16: bool, heartbeat_inter
 
     def send(message) -> None:
         with send_lock:
-            conn.send(message)
+            try:
+                conn.send(message)
+            except (BrokenPipeError, ConnectionResetError):
+                # The web process is gone (SIGKILLed): no one to answer. Raised out of a request,
+                # this printed a 20-line traceback before the worker ended (helper-127).
+                os._exit(0)
 
     memory = _Memory()
 
