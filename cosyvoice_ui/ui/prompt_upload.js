@@ -6,16 +6,20 @@
   const AUDIO_TYPES = {webm: "audio/webm", weba: "audio/webm", mkv: "audio/x-matroska", mka: "audio/x-matroska",
                        mp4: "audio/mp4", m4a: "audio/mp4", mov: "audio/mp4", ogg: "audio/ogg", ogv: "audio/ogg",
                        opus: "audio/ogg", "3gp": "audio/3gpp", "3g2": "audio/3gpp2", m4v: "audio/mp4",
-                       avi: "audio/x-msvideo", caf: "audio/x-caf"};
+                       avi: "audio/x-msvideo", caf: "audio/x-caf", rf64: "audio/wav", w64: "audio/x-w64",
+                       nut: "audio/x-nut", wv: "audio/x-wavpack", tta: "audio/x-tta", ape: "audio/x-ape",
+                       amr: "audio/amr"};
   // Phones save .3gp, Apple devices .caf and .m4v, cameras .avi: the page refused them with
-  // "Invalid file type" while the API (PyAV) decodes them (forty-sixth newcomer session).
+  // "Invalid file type" while the API (PyAV) decodes them (forty-sixth newcomer session); so were
+  // RF64, Wave64 and NUT files and a file with no extension, which the browser gives no type
+  // (helper-129): typeless files go to the server too, which decodes by content.
   // Gradio's "Invalid file type" pop-up renders the file's name as HTML ("<u>x<u>.caf" came out
   // underlined; forty-sixth newcomer session): names lose the characters that make markup.
   const safeName = (name) => name.replace(/[<>&"'`]/g, "_");
   const retyped = (files) => {
     let changed = false;
     const out = Array.from(files).map((f) => {
-      const type = AUDIO_TYPES[(f.name.split(".").pop() || "").toLowerCase()];
+      const type = AUDIO_TYPES[(f.name.split(".").pop() || "").toLowerCase()] || (f.type ? undefined : "audio/x-unknown");
       const name = safeName(f.name);
       const newType = type && !f.type.startsWith("audio/") ? type : f.type;
       if (name === f.name && newType === f.type) return f;

@@ -177,6 +177,23 @@ def test_browser_recordings_saved_as_files_are_accepted(browser, app, tmp_path, 
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
 
 
+@pytest.mark.parametrize("name,container", [("prompt.w64", "W64"), ("prompt.rf64", "RF64"), ("recording", "WAV")])
+def test_wave64_rf64_and_files_without_an_extension_are_accepted(browser, app, tmp_path, name, container):
+    """The page refused RF64 and Wave64 files, and a WAV with no extension (the browser gives it no
+    type), with Gradio's "Invalid file type", while the API decodes them (helper-129)."""
+    import soundfile as sf
+
+    samples, sr = sf.read(PROMPTS_DIR / "xtts_male.wav")
+    sf.write(tmp_path / name, samples, sr, format=container)
+    page = _page(browser, app)
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(tmp_path / name))
+    page.locator("#text textarea").fill("A file of another kind.")
+    page.locator("#generate").click()
+    page.wait_for_function("document.querySelector('#stats').innerText.includes('audio_s')", timeout=90_000)
+    stats = _stats_text(page)
+    assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
+
+
 def test_generate_while_recording_waits_for_the_recording(browser, app):
     """Generate pressed while the prompt is still being recorded ran the request without it, in
     the built-in voice, with only an Info pop-up (forty-sixth newcomer session). The page now
