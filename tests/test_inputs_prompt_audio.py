@@ -987,6 +987,23 @@ def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_pa
     assert len(outcomes) == 2, "a slow decode failed"
 
 
+def test_video_containers_the_server_does_not_read_are_named(speech, tmp_path):
+    """MPEG-TS (camcorders, TV captures) and FLV are left out of the containers FFmpeg may read
+    here; valid files were told they were not audio or damaged, ending in "returned 22"
+    (helper-129). They are named, with what to send instead."""
+    from .make_hostile_corpus import encode
+
+    samples, sr = speech
+    for name, container, codec, said in (("camera.ts", "mpegts", "aac", "MPEG-TS"),
+                                         ("clip.flv", "flv", "adpcm_swf", "Flash video (FLV)")):
+        path = encode(samples, sr, tmp_path / name, container, codec, rate=44100)
+        _refused(path, f"is {said}", "a video or broadcast container this server does not read", "Export the sound")
+    (tmp_path / "noise.bin").write_bytes(np.random.default_rng(0).bytes(200_000))
+    with pytest.raises(InputError) as e:
+        load_prompt_audio(str(tmp_path / "noise.bin"))
+    assert "returned" not in str(e.value) and "not an audio file" in str(e.value), str(e.value)
+
+
 def test_one_damaged_packet_mid_file_costs_only_that_packet(tmp_path):
     """64 damaged bytes at 30 % of an M4A ended FFmpeg's decode there: 2.7 s of the 8.7 s used, and
     the note said the file was cut (helper-119). The damaged packet is left out and named."""

@@ -204,14 +204,36 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         # Refused by FFmpeg's format list, with "Invalid argument ... returned 22" (helper-119).
         raise InputError("The prompt audio file is a playlist or manifest (it names other files), not a recording. "
                          f"Upload the recording itself: {SUPPORTED_FORMATS}.")
+    if container := _video_container(path):
+        # Valid files of containers left out of FFmpeg's format list were told they were not audio,
+        # or damaged (helper-129).
+        raise InputError(f"The prompt audio file is {container}, a video or broadcast container this server does not "
+                         f"read. Export the sound alone: {SUPPORTED_FORMATS}.")
     detail = "; ".join(errors).replace(path, "the file").replace(os.path.basename(path), "the file")
     # libsndfile says this of a file named .mp3 that is no MP3: the file exists (helper-59).
     detail = detail.replace("File does not exist or is not a regular file (possibly a pipe?).", "Format not recognised.")
-    detail = re.sub(r"\[Errno -?\d+\] ", "", detail)  # FFmpeg's error numbers tell a person nothing (helper-78)
+    # FFmpeg's error numbers tell a person nothing (helper-78, helper-129)
+    detail = re.sub(r"\[Errno -?\d+\] | returned -?\d+", "", detail)
     raise InputError(
         "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
     )
+
+
+def _video_container(path: str) -> str | None:
+    """The name of a video or broadcast container that FFmpeg is not let read here (MPEG-TS as
+    cameras and TV captures write it, Blu-ray's M2TS, FLV), from the file's first bytes, else None."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(400)
+    except OSError:
+        return None
+    if start.startswith(b"FLV\x01"):
+        return "Flash video (FLV)"
+    for offset, step, name in ((0, 188, "MPEG-TS (.ts, .mts)"), (4, 192, "MPEG-TS (.m2ts, .mts)")):
+        if len(start) > offset + step and start[offset] == 0x47 and start[offset + step] == 0x47:
+            return name
+    return None
 
 
 _PLAYLIST_STARTS = (b"#extm3u", b"ffconcat", b"[playlist]")  # HLS and M3U, FFmpeg's concat list, PLS
