@@ -54,3 +54,22 @@ def no_core_dumps() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, a debugger), read from ``/proc/PID/stat``; False
+    where it cannot be read. A stopped helper held every request for its whole deadline, and the
+    user was then told the input took too long (helper-124, helper-130)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
+def signal_name(returncode: int) -> str:
+    """``"SIGKILL"`` for a returncode of -9; ``"signal N"`` for one Python does not name."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"

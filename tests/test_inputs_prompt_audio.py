@@ -1004,6 +1004,42 @@ def test_video_containers_the_server_does_not_read_are_named(speech, tmp_path):
     assert "returned" not in str(e.value) and "not an audio file" in str(e.value), str(e.value)
 
 
+@pytest.mark.parametrize("outside", ["SIGKILL", "SIGTERM", "SIGSTOP"])
+def test_a_decoder_ended_or_stopped_from_outside_decodes_again_not_blaming_the_file(tmp_path, outside):
+    """FFmpeg's child for an honest file, SIGKILLed from outside, was told "took more than 10 s to
+    decode ... millions of packets" after 0.3 s; SIGTERMed, "a damaged file"; SIGSTOPped, the
+    request waited the whole deadline; each ledgered as bad input (helper-130). The first child
+    is signalled here; the file is decoded again and used."""
+    import signal
+    import threading
+
+    import psutil
+
+    from .test_shutdown import _slow_to_decode
+
+    slow = _slow_to_decode(tmp_path / "four_tracks.nut")  # seconds to decode: the signal lands mid-decode
+    signalled = []
+
+    def signal_the_first_child() -> None:
+        deadline = time.monotonic() + 60
+        while not signalled and time.monotonic() < deadline:
+            for child in psutil.Process().children():
+                try:
+                    if "child_main" in " ".join(child.cmdline()):
+                        child.send_signal(getattr(signal, outside))
+                        signalled.append(child.pid)
+                        return
+                except psutil.Error:
+                    pass
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=signal_the_first_child)
+    watcher.start()
+    prompt = load_prompt_audio(slow)
+    watcher.join()
+    assert signalled and prompt.seconds > 1  # the file holds 1.34 s
+
+
 def test_one_damaged_packet_mid_file_costs_only_that_packet(tmp_path):
     """64 damaged bytes at 30 % of an M4A ended FFmpeg's decode there: 2.7 s of the 8.7 s used, and
     the note said the file was cut (helper-119). The damaged packet is left out and named."""

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from ..errors import BusyError, InputError
-from ..child_processes import die_with_parent, no_core_dumps
+from ..child_processes import die_with_parent, is_stopped, no_core_dumps, signal_name
 
 # Address space the child may add once numpy, PyAV and FFmpeg's libraries are mapped. The largest
 # file the caps let through (two channels at 48 kHz for 119 s, as AAC, Opus or FLAC: 46 MB of
@@ -73,7 +73,8 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
             packets), or the file took more than ``deadline_s`` or more than ``memory_mib`` of
             memory, or the child ended with no reply (killed by a
             signal, such as a crash inside FFmpeg).
-        BusyError: the child could not be started (no process, file handle or memory free).
+        BusyError: the child could not be started (no process, file handle or memory free), or
+            was ended or stopped from outside twice (once, it is started again).
         ValueError: FFmpeg could not decode the file (its message): the caller tries other ways
             and says the file is not audio.
     """
@@ -92,12 +93,22 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         # only its end, however much it wrote.
         with _CHILD_SLOTS, tempfile.TemporaryFile() as stderr:
             try:
-                started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
-                done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-                                      env=env, timeout=max(deadline_s, 0.001), start_new_session=True, check=False)
-                if done.returncode:
+                for attempt in (1, 2):
+                    started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
+                    returncode, stdout, outside = _run(command, env, stderr, deadline_s)
+                    if outside is None:
+                        break
+                    # Not the file's doing: a SIGKILLed decoder was told "took more than 10 s" after
+                    # 0.3 s, and the upload ledgered as bad input (helper-130).
+                    log.warning("FFmpeg's child process for a prompt %s, not by the file's doing%s", outside,
+                                "; decoding again" if attempt == 1 else "")
+                    if attempt == 2:
+                        raise BusyError(f"The server's audio decoder {outside} twice while reading this file: "
+                                        "something on the server ends or stops processes (an operator, or the "
+                                        "system short of memory); the file is not the cause. Send it again.")
+                if returncode:
                     stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - _LOGGED_STDERR_BYTES))
-                    log.warning("FFmpeg's child process for a prompt ended with status %s: %s", done.returncode,
+                    log.warning("FFmpeg's child process for a prompt ended with status %s: %s", returncode,
                                 stderr.read().decode(errors="replace").strip() or "(nothing on stderr)")
             finally:
                 if before_slot_freed is not None:
@@ -108,13 +119,14 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         raise BusyError(f"The server could not start its audio decoder just now ({e.strerror or e}). Send the "
                         "request again in a minute, or upload the prompt as WAV or FLAC, which is read without it.") \
             from None
+    done = subprocess.CompletedProcess(command, returncode, stdout)
     end = done.stdout.find(b"\n")
     try:
         reply = json.loads(done.stdout[:end]) if 0 <= end < _HEADER_LIMIT_BYTES else None
     except ValueError:
         reply = None
     if not isinstance(reply, dict):
-        if done.returncode in (-signal.SIGALRM, -signal.SIGKILL) or time.monotonic() - started > deadline_s:
+        if done.returncode == -signal.SIGALRM or time.monotonic() - started > deadline_s:
             raise _took_too_long(deadline_s)
         how = (f"was stopped by {signal.Signals(-done.returncode).name}" if done.returncode < 0
                else f"ended with status {done.returncode}")
@@ -136,6 +148,44 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
     # One copy out of the reply, read in place (slicing the reply first made a third: helper-117).
     samples = np.frombuffer(done.stdout, dtype=np.float32, offset=end + 1).reshape(frames, channels).copy()
     return samples, int(reply["rate"]), reply.get("note"), reply.get("damaged_at_s")
+
+
+# Signals of a crash inside FFmpeg (the file's doing) or of the child's own alarm; others (SIGKILL,
+# SIGTERM, SIGINT, SIGHUP) came from outside.
+_OWN_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE, signal.SIGILL,
+                          signal.SIGALRM})
+
+
+def _run(command: list[str], env: dict, stderr, deadline_s: float) -> tuple[int, bytes, str | None]:
+    """Run the child to its end: ``(returncode, stdout, None)``, or ``(returncode, b"", how)`` when
+    it was ended or stopped from outside (``how``: "was ended by SIGKILL", "was stopped (SIGSTOP)").
+
+    Raises:
+        subprocess.TimeoutExpired: past ``deadline_s`` (the child is killed).
+        OSError: the child could not be started.
+    """
+    deadline = time.monotonic() + max(deadline_s, 0.001)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                             start_new_session=True)
+    with child:
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                stdout, _ = child.communicate(timeout=max(0.001, min(left, 1.0)))
+                break
+            except subprocess.TimeoutExpired:
+                # A SIGSTOPped decoder held the request for the whole deadline and was then told
+                # the file took too long (helper-130): seen within a second.
+                stopped = is_stopped(child.pid)
+                if stopped or time.monotonic() >= deadline:
+                    child.kill()
+                    child.communicate()
+                    if stopped:
+                        return child.returncode, b"", "was stopped (SIGSTOP)"
+                    raise
+    if child.returncode < 0 and -child.returncode not in _OWN_SIGNALS:
+        return child.returncode, b"", f"was ended by {signal_name(child.returncode)}"
+    return child.returncode, stdout, None
 
 
 def _took_too_long(deadline_s: float) -> InputError:

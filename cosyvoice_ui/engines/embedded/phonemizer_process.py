@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from ...child_processes import die_with_parent, no_core_dumps
+from ...child_processes import die_with_parent, is_stopped, no_core_dumps
 
 # espeak-ng takes milliseconds per sentence; a text it spends this long on is not read.
 PHONEMIZE_DEADLINE_S = 30.0
@@ -145,7 +145,7 @@ class IsolatedPhonemizer:
                 if left <= 0:
                     return _LATE
                 if not selector.select(min(left, 1.0)):
-                    if _stopped(child.pid):
+                    if is_stopped(child.pid):
                         return _STOPPED
                     continue
                 chunk = os.read(fd, 1 << 16)
@@ -166,16 +166,6 @@ class IsolatedPhonemizer:
                 pipe.close()
             except OSError:
                 pass
-
-
-def _stopped(pid: int) -> bool:
-    """Whether process ``pid`` is stopped (SIGSTOP, a debugger), read from ``/proc``; False
-    where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
-    except (OSError, IndexError):
-        return False
 
 
 def _by_signal(returncode: int | None) -> str:
