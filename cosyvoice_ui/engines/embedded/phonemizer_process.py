@@ -1,8 +1,8 @@
 """espeak-ng, Piper's phonemizer, in a process of its own beside the worker's model.
 
 espeak-ng (the copy in ``piper-tts`` 1.8) crashes with SIGSEGV on some short, legal texts:
-letters joined by dots, such as ``"A.B.C.D.E.F.G.H.I.J."`` 10 times (10 fresh processes in 10) or
-``"a."`` 100 times (2 in 10; helper-121; ``tests/test_server.py``; /tmp/s24/rate.py, throwaway).
+letters joined by dots, such as ``"A.B.C.D.E.F.G.H.I.J."`` 10 times (17 fresh processes in 20) or
+``"a."`` 100 times (2 in 10; helper-121; ``tests/test_server.py``; /tmp/s24/rate3.py, throwaway).
 In the worker, the crash took the model with it: two worker
 restarts per such request (it is rerun once), and anyone could send it again and again. Here a
 crash ends only this child: the request is refused with a message, and the next text starts a
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from ...child_processes import die_with_parent, is_stopped, no_core_dumps
+from ...child_processes import die_with_parent, is_stopped, no_core_dumps, signal_name
 
 # espeak-ng takes milliseconds per sentence; a text it spends this long on is not read.
 PHONEMIZE_DEADLINE_S = 30.0
@@ -169,12 +169,7 @@ class IsolatedPhonemizer:
 
 
 def _by_signal(returncode: int | None) -> str:
-    if returncode is not None and returncode < 0:
-        try:
-            return f" ({signal.Signals(-returncode).name})"
-        except ValueError:
-            pass
-    return ""
+    return f" ({signal_name(returncode)})" if returncode is not None and returncode < 0 else ""
 
 
 def child_main() -> None:
