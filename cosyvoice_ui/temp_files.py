@@ -194,6 +194,11 @@ def _lock(path: str, dir_fd: int | None = None) -> tuple[int | None, str]:
             raise OSError(errno.EINVAL, "a FIFO, device or socket is in its place, not a regular file", path)
         if info.st_uid != os.getuid():
             raise OSError(errno.EPERM, f"it belongs to another user (uid {info.st_uid})", path)
+        # A hard link planted there is the file it names: it was cut to the pid like a symbolic
+        # link's (helper-129). The app's own lock file has one name.
+        if info.st_nlink > 1:
+            raise OSError(errno.EMLINK, f"a hard link is in its place ({info.st_nlink} names for one file), "
+                          "not the app's own file", path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -228,6 +233,11 @@ def claim_folder(folder: str) -> str | None:
     try:
         fd, owner = _lock(path)
     except OSError as e:
+        if os.path.lexists(path) and e.errno in (errno.ELOOP, errno.EINVAL, errno.EMLINK, errno.EPERM):
+            # What stands at the path is the problem, not the folder (helper-129: a link there was
+            # told to point the folder at a writable one).
+            return (f"GRADIO_TEMP_DIR={folder!r} cannot hold the app's lock file: at {path} {e.strerror}. Remove it "
+                    "(the app makes its own), or point GRADIO_TEMP_DIR at a writable folder of your own.")
         return f"GRADIO_TEMP_DIR={folder!r} cannot hold the app's lock file ({e.strerror}); point it at a writable folder."
     if fd is None:
         return (f"GRADIO_TEMP_DIR={folder!r} is in use by another running copy of this app (pid {owner}); each copy "

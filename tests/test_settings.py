@@ -336,6 +336,26 @@ def test_unusable_gradio_temp_dir_is_refused_before_the_model_loads(temp, tmp_pa
     assert "worker started" not in out, out[-2000:]
 
 
+@pytest.mark.parametrize("plant", ["symbolic link", "hard link", "fifo"])
+def test_something_planted_at_the_lock_files_path_is_named_at_the_start(plant, tmp_path):
+    """A link or FIFO at the temporary folder's lock path stopped the start with "point it at a
+    writable folder", about a folder that was writable (helper-129): the message names the path
+    and what is there, and says to remove it; the file a link names is left as it was."""
+    folder = tmp_path / "temp"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious content")
+    lock = folder / ".cosyvoice_ui.lock"
+    {"symbolic link": lambda: lock.symlink_to(victim), "hard link": lambda: os.link(victim, lock),
+     "fifo": lambda: os.mkfifo(lock)}[plant]()
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "--port", str(free_port())], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "GRADIO_TEMP_DIR": str(folder)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and str(lock) in out and "Remove it" in out, out[-2000:]
+    assert {"symbolic link": "symbolic link", "hard link": "hard link", "fifo": "FIFO"}[plant] in out, out[-2000:]
+    assert "worker started" not in out and victim.read_text() == "precious content", out[-2000:]
+
+
 def test_the_allowed_hosts_variable_is_named_with_its_flag(monkeypatch, capsys):
     """An empty COSYVOICE_UI_ALLOWED_HOSTS was called "the variable for --allowed-hosts", a flag that
     does not exist (helper-53)."""

@@ -504,6 +504,31 @@ def test_the_lock_file_is_not_taken_again_through_a_link_nor_in_another_users_fo
         claimer.stop()
 
 
+def test_a_hard_link_at_the_lock_files_path_is_refused_and_the_file_it_names_kept(tmp_path):
+    """A hard link planted at the lock file's path is the file it names: the running app's check
+    cut that file to the app's pid, as it had a symbolic link's target (helper-129). It is refused
+    with one ERROR, the file kept; removed, the lock is taken again."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    lock = folder / ".cosyvoice_ui.lock"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious content")
+    claimer = _Claimer(folder, tmp_path / "claimer.log")
+    try:
+        lock.unlink()
+        os.link(victim, lock)
+        claimer.check()
+        claimer.check()
+        assert victim.read_text() == "precious content", "the file the hard link named was overwritten"
+        errors = [line for line in claimer.log().splitlines() if line.startswith("ERROR")]
+        assert len(errors) == 1 and "a hard link is in its place" in errors[0], claimer.log()
+        lock.unlink()
+        claimer.check()
+        assert "it is this app's again" in claimer.log() and lock.read_text() == str(claimer.proc.pid)
+    finally:
+        claimer.stop()
+
+
 def shutil_rm(path: Path) -> None:
     """``rm -rf path``, a link removed, not followed."""
     import shutil
