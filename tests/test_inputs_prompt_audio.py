@@ -948,6 +948,55 @@ def test_the_decoding_child_ends_with_the_process_that_started_it(tmp_path):
         parent.wait()
 
 
+# Loads the files named in argv at once, one thread each, in a fresh interpreter; prints each
+# outcome, then its own peak RSS in KiB (VmHWM).
+_FLOOD_SCRIPT = """
+import sys, threading
+from cosyvoice_ui.inputs.prompt_audio import load_prompt_audio
+def one(path):
+    try:
+        load_prompt_audio(path)
+        print("read", flush=True)
+    except Exception as e:
+        print(type(e).__name__, str(e)[:60], flush=True)
+threads = [threading.Thread(target=one, args=(path,)) for path in sys.argv[1:]]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def test_many_long_mp3_uploads_at_once_stay_within_the_decode_slots(speech, tmp_path):
+    """libsndfile decodes an MP3 (FLAC, Ogg) in the web process, then FFmpeg's child decodes it
+    again to find joined recordings; the thread lent its decode slot out while the child worked,
+    holding libsndfile's samples, so every upload at once held them (helper-132: 16 clients of
+    119 s MP3s, 2.2 GiB; here 12 threads peaked 1.40x two threads' peak, 1.04x with the fix). With
+    M4A uploads among them (threads that do lend their slot), all end: a thread that keeps its slot
+    waits for no child's slot. The peak of 12 uploads stays near that of 2."""
+    samples, sr = speech
+    import torch
+    import torchaudio
+
+    mono = torchaudio.functional.resample(torch.from_numpy(samples), sr, 48_000).numpy()
+    mono = np.tile(mono, 100 * 48_000 // len(mono) + 1)[:100 * 48_000]  # 100 s: decoded whole, refused after
+    mp3, m4a = tmp_path / "long.mp3", tmp_path / "long.m4a"
+    sf.write(mp3, np.stack([mono, mono[::-1]], axis=1), 48_000, format="MP3")
+    _mux(m4a, [(mono, "stereo")], 48_000, "ipod", "aac")
+
+    def peak_mib(*paths) -> float:
+        done = subprocess.run([sys.executable, "-c", _FLOOD_SCRIPT, *map(str, paths)], capture_output=True,
+                              text=True, timeout=240, cwd=Path(__file__).resolve().parent.parent)
+        assert done.returncode == 0, done.stderr[-2000:]
+        *outcomes, peak_kib = done.stdout.strip().splitlines()
+        assert len(outcomes) == len(paths) and all("100.0 s long" in o for o in outcomes), outcomes
+        return int(peak_kib) / 1024
+
+    two = peak_mib(mp3, mp3)
+    twelve = peak_mib(*[mp3] * 12)
+    assert twelve < 1.2 * two, (twelve, two)
+    peak_mib(*[mp3, m4a] * 5)  # ends (within the timeout), each told its length
+
+
 def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_path):
     """Two slow files held both decode slots for their whole FFmpeg decode, up to the 10 s deadline,
     and a WAV, read by libsndfile in a fraction of a second, waited behind them (helper-117: 39 s
@@ -1004,12 +1053,13 @@ def test_video_containers_the_server_does_not_read_are_named(speech, tmp_path):
     assert "returned" not in str(e.value) and "not an audio file" in str(e.value), str(e.value)
 
 
-@pytest.mark.parametrize("outside", ["SIGKILL", "SIGTERM", "SIGSTOP"])
+@pytest.mark.parametrize("outside", ["SIGKILL", "SIGTERM", "SIGSTOP", "SIGALRM"])
 def test_a_decoder_ended_or_stopped_from_outside_decodes_again_not_blaming_the_file(tmp_path, outside):
     """FFmpeg's child for an honest file, SIGKILLed from outside, was told "took more than 10 s to
     decode ... millions of packets" after 0.3 s; SIGTERMed, "a damaged file"; SIGSTOPped, the
-    request waited the whole deadline; each ledgered as bad input (helper-130). The first child
-    is signalled here; the file is decoded again and used."""
+    request waited the whole deadline; each ledgered as bad input (helper-130). SIGALRM, the
+    child's own alarm's signal, sent long before the alarm is due was told the same as SIGKILL
+    (helper-132). The first child is signalled here; the file is decoded again and used."""
     import signal
     import threading
 

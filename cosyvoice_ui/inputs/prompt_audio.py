@@ -274,7 +274,10 @@ def _all_of_joined_file(path: str, data: np.ndarray, sr: int, container: str,
     if container not in _JOINABLE_FORMATS:
         return data, sr, None
     try:
-        whole, rate, note, _ = _decode_in_child(path)
+        # The slot is kept, not lent: this thread holds libsndfile's samples (up to 46 MB), and
+        # threads that lent theirs held them while they waited for a child, any number at once
+        # (helper-132: 16 clients of 119 s MP3s, 2.2 GiB against 1.7 for M4A).
+        whole, rate, note, _ = _decode_in_child(path, lend_slot=False)
     except (InputError, BusyError):
         raise  # the whole file is too long (decoding stopped at 120 s)
     except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
@@ -712,15 +715,20 @@ def load_prompt_audio(path: str) -> PromptAudio:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
 
-def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
+def _decode_in_child(path: str, lend_slot: bool = True) -> tuple[np.ndarray, int, str | None, float | None]:
     """:func:`.pyav_process.decode_in_child` with the deadline :data:`MAX_PYAV_DECODE_S`, this
-    thread's decode slot (if it holds one) lent out while the child works, and taken back for the
+    thread's decode slot (if it holds one, and ``lend_slot``) lent out while the child works, and taken back for the
     samples it returns before the child's slot is freed: taken back after, any number of decoded
     replies waited for a slot in the web process at once (16 clients of 119 s stereo files: peak
     1.8 GiB against 1.35 before the lending; helper-125). Slots are taken in one order (a child's,
     then the web process's), so no two threads wait on each other."""
     if not getattr(_holds_slot, "value", False):
         return decode_in_child(path, MAX_PYAV_DECODE_S)
+    if not lend_slot:
+        # Not through a child's slot: its holders wait for this thread's slot, and with both held
+        # by threads waiting for a child's slot, no one would move. At most two such children
+        # (one per slot held) beside the two of the slots.
+        return decode_in_child(path, MAX_PYAV_DECODE_S, child_slot=False)
     _DECODE_SLOTS.release()
     taken_back = []
 

@@ -16,6 +16,7 @@ torch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 
 
 def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
-                    before_slot_freed=None) -> tuple[np.ndarray, int, str | None, float | None]:
+                    before_slot_freed=None, child_slot: bool = True) -> tuple[np.ndarray, int, str | None, float | None]:
     """Decode ``path`` with PyAV in a child process (see the module docstring).
 
     Args:
@@ -61,6 +62,9 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         before_slot_freed: called once the child has ended (or could not start), before its slot
             is given to the next decode, whatever happened; the caller takes back its own slot
             there, so that replies waiting for it stay bounded by the child slots.
+        child_slot: False for a caller that holds a decode slot of the web process throughout
+            (bounded by those): it must not wait for a child's slot, whose holders wait for the
+            web process's slots (see ``prompt_audio._decode_in_child``).
 
     Returns:
         ``(samples, sample_rate_hz, note, damaged_at_s)``: float32 of shape ``(frames, channels)``
@@ -91,7 +95,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
     try:
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
         # only its end, however much it wrote.
-        with _CHILD_SLOTS, tempfile.TemporaryFile() as stderr:
+        with _CHILD_SLOTS if child_slot else contextlib.nullcontext(), tempfile.TemporaryFile() as stderr:
             try:
                 for attempt in (1, 2):
                     started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
@@ -164,7 +168,8 @@ def _run(command: list[str], env: dict, stderr, deadline_s: float) -> tuple[int,
         subprocess.TimeoutExpired: past ``deadline_s`` (the child is killed).
         OSError: the child could not be started.
     """
-    deadline = time.monotonic() + max(deadline_s, 0.001)
+    started = time.monotonic()
+    deadline = started + max(deadline_s, 0.001)
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
                              start_new_session=True)
     with child:
@@ -183,7 +188,10 @@ def _run(command: list[str], env: dict, stderr, deadline_s: float) -> tuple[int,
                     if stopped:
                         return child.returncode, b"", "was stopped (SIGSTOP)"
                     raise
-    if child.returncode < 0 and -child.returncode not in _OWN_SIGNALS:
+    # The child's alarm rings past the deadline: one before it was sent from outside (helper-132: a
+    # decode so ended after 0.8 s was told it took more than 10 s).
+    early_alarm = child.returncode == -signal.SIGALRM and time.monotonic() - started < deadline_s
+    if child.returncode < 0 and (-child.returncode not in _OWN_SIGNALS or early_alarm):
         return child.returncode, b"", f"was ended by {signal_name(child.returncode)}"
     return child.returncode, stdout, None
 
