@@ -658,6 +658,8 @@ _LARGE_MEMORY_RESERVE = 0.9
 _SHORT_TEMP_FILE_TTL_S = 60.0
 _SHORT_IDLE_UNLOAD_S = 30.0
 _SHORT_LOAD_RETRY_S = 60.0
+# A 10 s prompt as 16-bit mono WAV at 48 kHz: 0.94 MB. Below this an ordinary prompt is refused.
+_SMALL_UPLOAD_MB = 1.0
 
 
 def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) -> None:
@@ -668,6 +670,11 @@ def _warn_about_self_defeating_limits(values: dict, from_env: dict[str, str]) ->
         _warn(f"--gpu-log-max-mb {values['gpu_log_max_mb']:g}: each GPU log file holds about {minutes:.2g} "
               f"minutes of samples at one every {values['monitor_interval_s']:g} s (one older file is kept); use "
               f"{_SMALL_GPU_LOG_MB:g} or more (default 100)", from_env)
+    if values["max_upload_mb"] < _SMALL_UPLOAD_MB:
+        # 0.0000001 started with no word, and every upload then got 413 "at most 0 bytes" (helper-131).
+        _warn(f"--max-upload-mb {values['max_upload_mb']:g}: uploads over {values['max_upload_mb'] * 2**20:,.0f} bytes "
+              "are refused, and a 10 s prompt as 16-bit WAV at 48 kHz is about 0.94 MB (compressed formats less); "
+              f"use {_SMALL_UPLOAD_MB:g} or more (default 20)", from_env)
     if values["request_timeout_s"] < _SHORT_REQUEST_TIMEOUT_S:
         _warn(f"--request-timeout {values['request_timeout_s']:g} s: a request that runs longer fails and "
               "the worker is restarted; even a short sentence can take seconds (the first on a fresh worker, or on "

@@ -222,6 +222,9 @@ def test_segment_length_that_defeats_splitting_is_warned_about(argv, fragment, c
 @pytest.mark.parametrize("argv, fragment", [
     (["--request-timeout", "1e-9"], "--request-timeout 1e-09 s: a request that runs longer fails"),
     (["--request-timeout", "1"], "Use 5 s or more"),
+    # Every upload was refused (413, "at most 0 bytes") with no word at start (helper-131).
+    (["--max-upload-mb", "0.0000001"], "--max-upload-mb 1e-07: uploads over 0 bytes are refused"),
+    (["--max-upload-mb", "0.5"], "use 1 or more (default 20)"),
     (["--leak-threshold-mb", "0", "--leak-threshold-fraction", "0"], "the worker may be restarted after ordinary requests"),
     # Near zero does the same (twentieth newcomer session).
     (["--leak-threshold-mb", "0.001", "--leak-threshold-fraction", "0"], "the worker may be restarted after ordinary requests"),
@@ -246,7 +249,8 @@ def test_limits_that_defeat_themselves_are_warned_about(argv, fragment, capsys, 
     sensible = {"--leak-threshold-mb": [*argv, "--no-restart-on-leak"], "--memory-reserve": ["--memory-reserve", "0.9"],
                 "--temp-file-ttl": ["--temp-file-ttl", "60"], "--idle-unload-after": ["--idle-unload-after", "30"],
                 "--retry-failed-load-after": ["--retry-failed-load-after", "60"],
-                "--request-timeout": ["--request-timeout", "5"], "--max-per-client": ["--max-per-client", "16"], "--gpu-log-max-mb": ["--gpu-log-max-mb", "100"],
+                "--request-timeout": ["--request-timeout", "5"], "--max-upload-mb": ["--max-upload-mb", "1"],
+                "--max-per-client": ["--max-per-client", "16"], "--gpu-log-max-mb": ["--gpu-log-max-mb", "100"],
                 "--gpu-log": [*argv[:2], "--gpu-log-max-mb", "1"]}[argv[0]]
     parse_settings(sensible)
     assert capsys.readouterr().err == ""
