@@ -12,14 +12,16 @@
   // Phones save .3gp, Apple devices .caf and .m4v, cameras .avi: the page refused them with
   // "Invalid file type" while the API (PyAV) decodes them (forty-sixth newcomer session); so were
   // RF64, Wave64 and NUT files and a file with no extension, which the browser gives no type
-  // (helper-129): typeless files go to the server too, which decodes by content.
+  // (helper-129): typeless files go to the server too, which decodes by content. So does every
+  // other file (a .txt, a picture): Gradio dropped it with a list of MIME types, and Generate then
+  // spoke in the built-in voice (helper-133); the server's check says what it is and what works.
   // Gradio's "Invalid file type" pop-up renders the file's name as HTML ("<u>x<u>.caf" came out
   // underlined; forty-sixth newcomer session): names lose the characters that make markup.
   const safeName = (name) => name.replace(/[<>&"'`]/g, "_");
   const retyped = (files) => {
     let changed = false;
     const out = Array.from(files).map((f) => {
-      const type = AUDIO_TYPES[(f.name.split(".").pop() || "").toLowerCase()] || (f.type ? undefined : "audio/x-unknown");
+      const type = AUDIO_TYPES[(f.name.split(".").pop() || "").toLowerCase()] || "audio/x-unknown";
       const name = safeName(f.name);
       const newType = type && !f.type.startsWith("audio/") ? type : f.type;
       if (name === f.name && newType === f.type) return f;

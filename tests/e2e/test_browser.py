@@ -194,6 +194,25 @@ def test_wave64_rf64_and_files_without_an_extension_are_accepted(browser, app, t
     assert re.search(r'prompt_s\W*[0-9]', stats) and "built-in voice" not in stats, stats
 
 
+@pytest.mark.parametrize("name", ["notes.txt", "photo.png"])
+def test_a_file_that_is_no_audio_is_refused_in_words_and_generate_does_not_use_the_built_in_voice(
+        browser, app, tmp_path, name):
+    """A .txt or .png chosen as the prompt was dropped by Gradio with a list of MIME types, and
+    Generate then spoke in the built-in voice as if no prompt had been given (helper-133). It now
+    reaches the server's check, which says it is not audio, and Generate is refused the same way."""
+    (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40 if name.endswith(".png")
+                                  else b"this is a text file, not a recording\n" * 30)
+    page = _page(browser, app)
+    toasts = "[...document.querySelectorAll('[data-testid=\"toast-body\"], .toast-body')].map(t => t.innerText).join('|')"
+    page.locator("#prompt_audio input[type=file]").set_input_files(str(tmp_path / name))
+    page.wait_for_function(f"({toasts}).includes('{name}: The prompt audio could not be decoded')", timeout=30_000)
+    assert "Invalid file type" not in page.evaluate(toasts), page.evaluate(toasts)
+    page.locator("#text textarea").fill("This must not be spoken in the built-in voice.")
+    page.locator("#generate").click()
+    page.wait_for_function(f"({toasts}).split('could not be decoded').length > 2", timeout=60_000)
+    assert "audio_s" not in _stats_text(page) and "built-in voice" not in page.evaluate(toasts), page.evaluate(toasts)
+
+
 def test_generate_while_recording_waits_for_the_recording(browser, app):
     """Generate pressed while the prompt is still being recorded ran the request without it, in
     the built-in voice, with only an Info pop-up (forty-sixth newcomer session). The page now
