@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import MemoryMonitor
     from cosyvoice_ui.server import build_app, close_joins, end_streams, requests_being_checked, undelivered_answers
+    from cosyvoice_ui.inputs.prompt_audio import stop_decoding
     from cosyvoice_ui.guards.slow_clients import DeadlineH11Protocol
     from cosyvoice_ui.worker.supervisor import FAILED, HEALTHY_STATES, UNLOADED, Supervisor
 
@@ -269,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         if status["state"] in (UNLOADED, FAILED):
             no_worker.set()
         log.info("%s", _drain_line(status, settings.restart_grace_s, signal_name, requests_being_checked(app)))
+        stop_decoding()
         supervisor.stop()
         monitor.stop()
 

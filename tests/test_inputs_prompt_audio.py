@@ -967,12 +967,13 @@ print(next(line.split()[1] for line in open("/proc/self/status") if line.startsw
 
 
 def test_many_long_mp3_uploads_at_once_stay_within_the_decode_slots(speech, tmp_path):
-    """libsndfile decodes an MP3 (FLAC, Ogg) in the web process, then FFmpeg's child decodes it
+    """libsndfile decoded an MP3 (FLAC, Ogg) in the web process, then FFmpeg's child decoded it
     again to find joined recordings; the thread lent its decode slot out while the child worked,
     holding libsndfile's samples, so every upload at once held them (helper-132: 16 clients of
-    119 s MP3s, 2.2 GiB; here 12 threads peaked 1.40x two threads' peak, 1.04x with the fix). With
-    M4A uploads among them (threads that do lend their slot), all end: a thread that keeps its slot
-    waits for no child's slot. The peak of 12 uploads stays near that of 2."""
+    119 s MP3s, 2.2 GiB; here 12 threads peaked 1.40x two threads' peak). FFmpeg's decode now
+    comes first, before libsndfile's samples exist: the peak of 12 uploads stays near that of 2.
+    With M4A uploads among them, all end (keeping the slot while waiting for a child's slot, a
+    first fix, could deadlock)."""
     samples, sr = speech
     import torch
     import torchaudio
@@ -993,8 +994,63 @@ def test_many_long_mp3_uploads_at_once_stay_within_the_decode_slots(speech, tmp_
 
     two = peak_mib(mp3, mp3)
     twelve = peak_mib(*[mp3] * 12)
-    assert twelve < 1.2 * two, (twelve, two)
+    # 1.14x here (two children's replies wait to be taken back beside the two slots' work); 1.40x
+    # with libsndfile's samples held while waiting.
+    assert twelve < 1.25 * two, (twelve, two)
     peak_mib(*[mp3, m4a] * 5)  # ends (within the timeout), each told its length
+
+
+def _with_id3_frames(mp3: bytes, count: int) -> bytes:
+    """``mp3`` behind an ID3v2.4 tag of ``count`` TXXX frames (id3.org's ID3v2.4 structure)."""
+    def syncsafe(n: int) -> bytes:
+        return bytes((n >> shift) & 0x7F for shift in (21, 14, 7, 0))
+
+    frames = b"".join(b"TXXX" + syncsafe(len(body)) + b"\0\0" + body
+                      for body in (b"\x03k%d\x00v" % i for i in range(count)))
+    return b"ID3\x04\x00\x00" + syncsafe(len(frames)) + frames + mp3
+
+
+def _with_flac_comments(flac: bytes, count: int) -> bytes:
+    """``flac`` with its Vorbis comment block replaced by one of ``count`` comments (xiph.org's
+    FLAC format: 4-byte metadata block headers, the comment block little-endian)."""
+    import struct
+
+    pos, blocks = 4, []
+    while True:
+        last, kind, size = flac[pos] & 0x80, flac[pos] & 0x7F, int.from_bytes(flac[pos + 1:pos + 4], "big")
+        blocks.append((kind, flac[pos + 4:pos + 4 + size]))
+        pos += 4 + size
+        if last:
+            break
+    comments = struct.pack("<I", 1) + b"x" + struct.pack("<I", count) + b"".join(
+        struct.pack("<I", len(c)) + c for c in (b"K%d=v" % i for i in range(count)))
+    blocks = [b for b in blocks if b[0] != 4] + [(4, comments)]
+    out = b"fLaC" + b"".join(bytes([kind | (0x80 if i == len(blocks) - 1 else 0)]) + len(data).to_bytes(3, "big") + data
+                             for i, (kind, data) in enumerate(blocks))
+    return out + flac[pos:]
+
+
+def test_files_whose_tags_hold_thousands_of_entries_are_refused_before_they_are_parsed(speech, tmp_path):
+    """libsndfile parses an MP3's ID3v2 frames in time that grows with the square of their count,
+    in the web process with no deadline: 250,000 frames (4.9 MB) took 98 s in sf.info alone and
+    held a decode slot, every WAV upload waiting (helper-134); FFmpeg's join check is as slow on a
+    FLAC of 80,000 comments. Files whose tags hold more than MAX_TAG_ENTRIES are refused naming
+    the tags; a recording with a few tags is read."""
+    from cosyvoice_ui.inputs.prompt_audio import MAX_TAG_ENTRIES
+
+    samples, sr = speech
+    sf.write(tmp_path / "plain.mp3", samples, sr, format="MP3")
+    sf.write(tmp_path / "plain.flac", samples, sr, format="FLAC")
+    mp3, flac = (tmp_path / "plain.mp3").read_bytes(), (tmp_path / "plain.flac").read_bytes()
+    for name, data in (("tagged.mp3", _with_id3_frames(mp3, 20)), ("tagged.flac", _with_flac_comments(flac, 20))):
+        (tmp_path / name).write_bytes(data)
+        assert load_prompt_audio(str(tmp_path / name)).seconds > 3
+    count = 5 * MAX_TAG_ENTRIES
+    for name, data, kind in (("many_frames.mp3", _with_id3_frames(mp3, count), "ID3 frames"),
+                             ("many_comments.flac", _with_flac_comments(flac, count), "Vorbis comments")):
+        (tmp_path / name).write_bytes(data)
+        _refused(tmp_path / name, f"metadata holds more than {MAX_TAG_ENTRIES:,} tag entries ({kind}",
+                 "without its tags")
 
 
 def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_path):
@@ -1034,6 +1090,58 @@ def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_pa
         for thread in threads:
             thread.join(60)
     assert len(outcomes) == 2, "a slow decode failed"
+
+
+def test_decodes_waiting_for_a_slot_at_shutdown_start_no_child(tmp_path, monkeypatch):
+    """Requests that waited for a decode slot when SIGTERM came were decoded one after another
+    after it: the exit took 22 s and their clients got "Server stopped unexpectedly" (helper-134).
+    Once stop_decoding() is called, a decode whose slot comes starts no child and is refused as
+    the shutdown; the ones running end as they would."""
+    import threading
+
+    from cosyvoice_ui.errors import ServiceStopping
+    from cosyvoice_ui.inputs import prompt_audio
+
+    from .test_shutdown import _slow_to_decode
+
+    monkeypatch.setattr(prompt_audio, "_stopping", threading.Event())
+    slow = _slow_to_decode(tmp_path / "four_tracks.nut")
+    outcomes: dict[int, object] = {}
+
+    def load(i: int) -> None:
+        try:
+            outcomes[i] = load_prompt_audio(slow)
+        except Exception as e:  # noqa: BLE001 - the outcome is the point
+            outcomes[i] = e
+
+    import psutil
+
+    def decoding() -> int:
+        count = 0
+        for child in psutil.Process().children():
+            try:
+                count += "child_main" in " ".join(child.cmdline())
+            except psutil.Error:
+                pass
+        return count
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(3)]
+    threads[0].start()
+    threads[1].start()
+    deadline = time.monotonic() + 30
+    while decoding() < 2:  # both child slots taken: the third waits for one
+        assert time.monotonic() < deadline, "the slow decodes never began"
+        time.sleep(0.02)
+    threads[2].start()
+    time.sleep(0.5)
+    prompt_audio.stop_decoding()
+    for thread in threads:
+        thread.join(60)
+    assert isinstance(outcomes[2], ServiceStopping), outcomes[2]
+    # Read, or refused past the decode's deadline on a loaded machine: not stopped midway.
+    assert all(i in outcomes and not isinstance(outcomes[i], ServiceStopping) for i in (0, 1)), outcomes
+    with pytest.raises(ServiceStopping):
+        load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav"))
 
 
 def test_video_containers_the_server_does_not_read_are_named(speech, tmp_path):

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..errors import BusyError, InputError
+from ..errors import STOPPING_MESSAGE, BusyError, InputError, ServiceStopping
 from ..glibc_heap import return_freed_heap
 from .pyav_process import decode_in_child
 
@@ -77,6 +77,16 @@ _TONE_WINDOWS = 0.5
 # fraction of a second, waited behind them (helper-117: 39 s behind 8 clients).
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
 _holds_slot = threading.local()
+_stopping = threading.Event()  # set by stop_decoding()
+
+
+def stop_decoding() -> None:
+    """Refuse every decode that has not begun (the application is shutting down): requests that
+    waited for a slot when SIGTERM came were decoded one after another, the exit took 22 s, and
+    their clients got "Server stopped unexpectedly" (helper-134). Raised as
+    :class:`~cosyvoice_ui.errors.ServiceStopping` by :func:`load_prompt_audio` once its slot is
+    free, and before a decode's child starts."""
+    _stopping.set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,13 +168,13 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
     errors = []
     try:
-        data, sr, container, stated_s = _decode_with_soundfile(path)
-    except InputError:
+        data, sr, container, stated_s, by_ffmpeg = _decode_with_soundfile(path)
+    except (InputError, BusyError, ServiceStopping):
         raise
     except Exception as e:  # libsndfile raises its own types and RuntimeError; fall through to PyAV
         errors.append(f"soundfile: {e}")
     else:
-        data, sr, note = _all_of_joined_file(path, data, sr, container, stated_s)
+        data, sr, note = _all_of_joined_file(data, sr, stated_s, by_ffmpeg)
         decoded_s = len(data) / sr
         short = _wav_shortfall(path) if container in _WAVE_FORMATS else None
         if short is not None:
@@ -192,7 +202,7 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         data, sr, note, damaged_at_s = _decode_in_child(path)
         return data, sr, note, None if damaged_at_s is None else _cut_hint(
             f"is damaged or cut off after {damaged_at_s:.1f} s")
-    except (InputError, BusyError):
+    except (InputError, BusyError, ServiceStopping):
         raise
     except Exception as e:
         errors.append(f"PyAV: {e}")
@@ -263,25 +273,37 @@ def _cut_hint(how: str) -> str:
     return f"The file {how}: it may be an incomplete copy, download or export; upload the whole file."
 
 
-def _all_of_joined_file(path: str, data: np.ndarray, sr: int, container: str,
-                        stated_s: float | None = None) -> tuple[np.ndarray, int, str | None]:
+def _joined_check(path: str) -> tuple[np.ndarray, int, str | None] | InputError | BusyError | None:
+    """FFmpeg's decoding of a file libsndfile can read, for :func:`_all_of_joined_file`; None
+    when FFmpeg cannot decode it; its refusal (the whole file too long or too slow), returned to
+    be raised after libsndfile's own checks, whose words are more precise ("180.0 s long").
+
+    Run before libsndfile's decode, not after: the thread lends its decode slot while the child
+    works, and holding libsndfile's samples meanwhile, every upload at once held them (helper-132:
+    16 clients of 119 s MP3s, 2.2 GiB); keeping its slot instead, WAV uploads waited behind files
+    FFmpeg is slow on (helper-134: 68 s).
+    """
+    try:
+        whole, rate, note, _ = _decode_in_child(path)
+    except (InputError, BusyError, ServiceStopping) as e:
+        return e
+    except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
+        return None
+    return whole, rate, note
+
+
+def _all_of_joined_file(data: np.ndarray, sr: int, stated_s: float | None,
+                        by_ffmpeg: tuple[np.ndarray, int, str | None] | None) -> tuple[np.ndarray, int, str | None]:
     """libsndfile's decoding, or PyAV's when it finds more in the file: of a chained Ogg or of
     FLAC or MP3 files joined with ``cat``, libsndfile decodes only the first part, and the rest
     (6.6 s of an 8.6 s prompt; once, 11 s of another speaker) was dropped without a word
     (forty-seventh newcomer session). PyAV decodes on through the joins. When what PyAV found
     is no longer than the header's ``stated_s``, it is one recording that libsndfile stopped in
-    (damaged data), not a join: a damaged MP3 was called joined, cut and whole at once (helper-120)."""
-    if container not in _JOINABLE_FORMATS:
+    (damaged data), not a join: a damaged MP3 was called joined, cut and whole at once (helper-120).
+    ``by_ffmpeg``: :func:`_joined_check`'s result, None for other formats or when FFmpeg failed."""
+    if by_ffmpeg is None:
         return data, sr, None
-    try:
-        # The slot is kept, not lent: this thread holds libsndfile's samples (up to 46 MB), and
-        # threads that lent theirs held them while they waited for a child, any number at once
-        # (helper-132: 16 clients of 119 s MP3s, 2.2 GiB against 1.7 for M4A).
-        whole, rate, note, _ = _decode_in_child(path, lend_slot=False)
-    except (InputError, BusyError):
-        raise  # the whole file is too long (decoding stopped at 120 s)
-    except Exception:  # a join FFmpeg cannot decode either (a chained Vorbis changing rate)
-        return data, sr, None
+    whole, rate, note = by_ffmpeg
     if len(whole) / rate < len(data) / sr + _JOINED_EXTRA_S:
         return data, sr, None
     if stated_s is not None and len(whole) / rate <= _STATED_SLACK * stated_s + _JOINED_EXTRA_S:
@@ -428,11 +450,66 @@ _TELEPHONE_CODECS = {"G721_32": "G.721 ADPCM", "G723_24": "G.723 ADPCM", "G723_4
                      "NMS_ADPCM_24": "NMS ADPCM", "NMS_ADPCM_32": "NMS ADPCM"}
 
 
-def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None]:
+# Tag entries (ID3v2 frames, FLAC's Vorbis comments) a recording may carry: a few dozen in practice.
+# libsndfile parses ID3v2 frames in time that grows with the square of their count, in the web
+# process and with no deadline: 250,000 frames (a 4.9 MB MP3) took 98 s in sf.info alone, and two
+# such uploads held both decode slots, every WAV waiting 49 s (helper-134); FFmpeg is as slow on
+# FLAC comments (80,000: past its 10 s deadline). 1,000 take milliseconds.
+MAX_TAG_ENTRIES = 1000
+
+
+def _tag_entries(path: str) -> tuple[int, str] | None:
+    """``(entries, kind)`` of the ID3v2 tags at the start of an MP3 file (ID3v2.2-2.4: a 10-byte
+    header with a syncsafe size, then frames of 6 or 10-byte headers; id3.org's ID3v2.3/2.4
+    structure documents) or of a FLAC file's Vorbis comment block (xiph.org's FLAC format:
+    4-byte block headers; the comment count after the vendor string), counted up to
+    :data:`MAX_TAG_ENTRIES` + 1; None for other files or unreadable ones."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(4)
+            if start == b"fLaC":
+                while header := f.read(4):
+                    if len(header) < 4:
+                        return None
+                    kind, size = header[0] & 0x7F, int.from_bytes(header[1:4], "big")
+                    if kind == 4:
+                        vendor = int.from_bytes(f.read(4), "little")
+                        f.seek(vendor, os.SEEK_CUR)
+                        return int.from_bytes(f.read(4), "little"), "Vorbis comments"
+                    if header[0] & 0x80:
+                        return None
+                    f.seek(size, os.SEEK_CUR)
+                return None
+            entries, at = 0, 0
+            f.seek(0)
+            while (head := f.read(10))[:3] == b"ID3" and len(head) == 10:
+                version = head[3]
+                tag_size = sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(head[6:10]))
+                tag = f.read(tag_size)
+                pos, frame_header = 0, 6 if version == 2 else 10
+                while pos + frame_header <= len(tag) and tag[pos] != 0 and entries <= MAX_TAG_ENTRIES:
+                    raw = tag[pos + 3:pos + 6] if version == 2 else tag[pos + 4:pos + 8]
+                    size = (sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(raw)) if version == 4
+                            else int.from_bytes(raw, "big"))
+                    entries += 1
+                    pos += frame_header + size
+                at += 10 + tag_size + (10 if head[5] & 0x10 else 0)  # a v2.4 footer
+                f.seek(at)
+            return (entries, "ID3 frames") if entries else None
+    except OSError:
+        return None
+
+
+def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None, tuple | None]:
     """Decode with libsndfile; returns ``(samples, rate, container format as sf.info names it,
-    seconds its header states or None)``."""
+    seconds its header states or None, FFmpeg's decoding for the join check or None)``; the last
+    only for MP3, FLAC and Ogg (:func:`_joined_check`, done before libsndfile reads)."""
     import soundfile as sf
 
+    if (tags := _tag_entries(path)) and tags[0] > MAX_TAG_ENTRIES:
+        raise InputError(f"The prompt audio file's metadata holds more than {MAX_TAG_ENTRIES:,} tag entries "
+                         f"({tags[1]}; a recording carries a few dozen), which take minutes to read. Export the "
+                         "recording again without its tags (metadata), as WAV, FLAC or MP3.")
     info = sf.info(path)
     if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
@@ -453,6 +530,7 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     # A 64-bit float file can hold finite values past float32's range (x1e300): read as float64,
     # they are scaled down below instead of becoming "infinite samples" (twenty-fifth newcomer session).
     dtype = "float64" if info.subtype == "DOUBLE" else "float32"
+    by_ffmpeg = _joined_check(path) if info.format in _JOINABLE_FORMATS else None
     data, sr = sf.read(path, frames=cap, dtype=dtype, always_2d=True)
     if data.size == 0:
         raise ValueError("no samples")
@@ -465,8 +543,10 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
         if data.shape[0] * channels > MAX_DECODE_SAMPLES:
             raise _too_many_samples(frames, channels, int(sr), at_least=at_least)
         raise _too_long(frames / sr, at_least=at_least)
+    if isinstance(by_ffmpeg, Exception):
+        raise by_ffmpeg
     stated_s = info.frames / info.samplerate if length_known and info.samplerate > 0 else None
-    return data, int(sr), info.format, stated_s
+    return data, int(sr), info.format, stated_s, by_ffmpeg
 
 
 def decode_with_pyav(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
@@ -701,6 +781,8 @@ def load_prompt_audio(path: str) -> PromptAudio:
             what would work.
     """
     with _DECODE_SLOTS:
+        if _stopping.is_set():
+            raise ServiceStopping(STOPPING_MESSAGE)
         _holds_slot.value = True
         try:
             data, sr, decode_note, cut = decode_audio_file(path)
@@ -715,20 +797,17 @@ def load_prompt_audio(path: str) -> PromptAudio:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
 
-def _decode_in_child(path: str, lend_slot: bool = True) -> tuple[np.ndarray, int, str | None, float | None]:
+def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
     """:func:`.pyav_process.decode_in_child` with the deadline :data:`MAX_PYAV_DECODE_S`, this
-    thread's decode slot (if it holds one, and ``lend_slot``) lent out while the child works, and taken back for the
+    thread's decode slot (if it holds one) lent out while the child works, and taken back for the
     samples it returns before the child's slot is freed: taken back after, any number of decoded
     replies waited for a slot in the web process at once (16 clients of 119 s stereo files: peak
     1.8 GiB against 1.35 before the lending; helper-125). Slots are taken in one order (a child's,
     then the web process's), so no two threads wait on each other."""
+    if _stopping.is_set():
+        raise ServiceStopping(STOPPING_MESSAGE)
     if not getattr(_holds_slot, "value", False):
-        return decode_in_child(path, MAX_PYAV_DECODE_S)
-    if not lend_slot:
-        # Not through a child's slot: its holders wait for this thread's slot, and with both held
-        # by threads waiting for a child's slot, no one would move. At most two such children
-        # (one per slot held) beside the two of the slots.
-        return decode_in_child(path, MAX_PYAV_DECODE_S, child_slot=False)
+        return decode_in_child(path, MAX_PYAV_DECODE_S, stopping=_stopping)
     _DECODE_SLOTS.release()
     taken_back = []
 
@@ -737,7 +816,7 @@ def _decode_in_child(path: str, lend_slot: bool = True) -> tuple[np.ndarray, int
         taken_back.append(True)
 
     try:
-        return decode_in_child(path, MAX_PYAV_DECODE_S, before_slot_freed=take_back)
+        return decode_in_child(path, MAX_PYAV_DECODE_S, before_slot_freed=take_back, stopping=_stopping)
     finally:
         if not taken_back:  # the child's slot was never reached
             _DECODE_SLOTS.acquire()

@@ -16,7 +16,6 @@ torch.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ import time
 
 import numpy as np
 
-from ..errors import BusyError, InputError
+from ..errors import STOPPING_MESSAGE, BusyError, InputError, ServiceStopping
 from ..child_processes import die_with_parent, is_stopped, no_core_dumps, signal_name
 
 # Address space the child may add once numpy, PyAV and FFmpeg's libraries are mapped. The largest
@@ -50,7 +49,8 @@ log = logging.getLogger(__name__)
 
 
 def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
-                    before_slot_freed=None, child_slot: bool = True) -> tuple[np.ndarray, int, str | None, float | None]:
+                    before_slot_freed=None, stopping: threading.Event | None = None,
+                    ) -> tuple[np.ndarray, int, str | None, float | None]:
     """Decode ``path`` with PyAV in a child process (see the module docstring).
 
     Args:
@@ -62,9 +62,8 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         before_slot_freed: called once the child has ended (or could not start), before its slot
             is given to the next decode, whatever happened; the caller takes back its own slot
             there, so that replies waiting for it stay bounded by the child slots.
-        child_slot: False for a caller that holds a decode slot of the web process throughout
-            (bounded by those): it must not wait for a child's slot, whose holders wait for the
-            web process's slots (see ``prompt_audio._decode_in_child``).
+        stopping: once set, a call that gets its slot starts no child (the application is
+            shutting down; requests that waited for a slot were decoded one after another).
 
     Returns:
         ``(samples, sample_rate_hz, note, damaged_at_s)``: float32 of shape ``(frames, channels)``
@@ -77,6 +76,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
             packets), or the file took more than ``deadline_s`` or more than ``memory_mib`` of
             memory, or the child ended with no reply (killed by a
             signal, such as a crash inside FFmpeg).
+        ServiceStopping: ``stopping`` was set when the slot came.
         BusyError: the child could not be started (no process, file handle or memory free), or
             was ended or stopped from outside twice (once, it is started again).
         ValueError: FFmpeg could not decode the file (its message): the caller tries other ways
@@ -95,8 +95,10 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
     try:
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
         # only its end, however much it wrote.
-        with _CHILD_SLOTS if child_slot else contextlib.nullcontext(), tempfile.TemporaryFile() as stderr:
+        with _CHILD_SLOTS, tempfile.TemporaryFile() as stderr:
             try:
+                if stopping is not None and stopping.is_set():
+                    raise ServiceStopping(STOPPING_MESSAGE)
                 for attempt in (1, 2):
                     started = time.monotonic()  # the deadline is the child's own, not the wait for a slot
                     returncode, stdout, outside = _run(command, env, stderr, deadline_s)

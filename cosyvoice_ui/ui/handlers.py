@@ -238,6 +238,8 @@ class Handlers:
             name = prompt_audio.get("orig_name") if isinstance(prompt_audio, dict) else None
             name = name if isinstance(name, str) and name else os.path.basename(path)
             gr.Warning(_as_text(f"{name}: {e}"), duration=None, title="This prompt audio cannot be used")
+        except ServiceStopping:
+            return  # SIGTERM came while it waited for a decode slot: nothing to say about the file
         except Exception as e:  # noqa: BLE001 - Generate's own check answers it
             log.warning("checking an uploaded prompt failed: %s", e)
 
