@@ -442,6 +442,16 @@ class _Claimer:
         self.proc.stdout.close()
 
 
+def _claimed_folder_and_victim(tmp_path: Path) -> tuple[Path, Path, Path, "_Claimer"]:
+    """A temporary folder claimed by a running :class:`_Claimer`, its lock file's path, and a file
+    of the user's outside it (``victim.txt``, "precious content") for a link to name."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious content")
+    return folder, folder / ".cosyvoice_ui.lock", victim, _Claimer(folder, tmp_path / "claimer.log")
+
+
 def test_the_lock_file_is_not_taken_again_through_a_link_nor_in_another_users_folder(tmp_path):
     """The lock file taken again under the running app (keep_claim) was opened through a link
     planted at its path, and the file the link named, any file of the app's user, was cut to the
@@ -449,12 +459,7 @@ def test_the_lock_file_is_not_taken_again_through_a_link_nor_in_another_users_fo
     does. A link, another user's lock file or folder, and a folder become a link are now refused
     with one ERROR each (the checks go on quietly), the file they name left as it was; the lock is
     taken again once a file of the app's own can be."""
-    folder = tmp_path / "temp"
-    folder.mkdir()
-    lock = folder / ".cosyvoice_ui.lock"
-    victim = tmp_path / "victim.txt"
-    victim.write_text("precious content")
-    claimer = _Claimer(folder, tmp_path / "claimer.log")
+    folder, lock, victim, claimer = _claimed_folder_and_victim(tmp_path)
     try:
         lock.unlink()
         lock.symlink_to(victim)
@@ -508,12 +513,7 @@ def test_a_hard_link_at_the_lock_files_path_is_refused_and_the_file_it_names_kep
     """A hard link planted at the lock file's path is the file it names: the running app's check
     cut that file to the app's pid, as it had a symbolic link's target (helper-129). It is refused
     with one ERROR, the file kept; removed, the lock is taken again."""
-    folder = tmp_path / "temp"
-    folder.mkdir()
-    lock = folder / ".cosyvoice_ui.lock"
-    victim = tmp_path / "victim.txt"
-    victim.write_text("precious content")
-    claimer = _Claimer(folder, tmp_path / "claimer.log")
+    folder, lock, victim, claimer = _claimed_folder_and_victim(tmp_path)
     try:
         lock.unlink()
         os.link(victim, lock)

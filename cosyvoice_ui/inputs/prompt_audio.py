@@ -803,9 +803,8 @@ def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | No
     samples it returns before the child's slot is freed: taken back after, any number of decoded
     replies waited for a slot in the web process at once (16 clients of 119 s stereo files: peak
     1.8 GiB against 1.35 before the lending; helper-125). Slots are taken in one order (a child's,
-    then the web process's), so no two threads wait on each other."""
-    if _stopping.is_set():
-        raise ServiceStopping(STOPPING_MESSAGE)
+    then the web process's), so no two threads wait on each other. A stop is checked inside,
+    once the child's slot comes."""
     if not getattr(_holds_slot, "value", False):
         return decode_in_child(path, MAX_PYAV_DECODE_S, stopping=_stopping)
     _DECODE_SLOTS.release()
