@@ -1000,14 +1000,18 @@ def test_many_long_mp3_uploads_at_once_stay_within_the_decode_slots(speech, tmp_
     peak_mib(*[mp3, m4a] * 5)  # ends (within the timeout), each told its length
 
 
-def _with_id3_frames(mp3: bytes, count: int) -> bytes:
-    """``mp3`` behind an ID3v2.4 tag of ``count`` TXXX frames (id3.org's ID3v2.4 structure)."""
-    def syncsafe(n: int) -> bytes:
-        return bytes((n >> shift) & 0x7F for shift in (21, 14, 7, 0))
+def _syncsafe(n: int) -> bytes:
+    return bytes((n >> shift) & 0x7F for shift in (21, 14, 7, 0))
 
-    frames = b"".join(b"TXXX" + syncsafe(len(body)) + b"\0\0" + body
+
+def _with_id3_frames(mp3: bytes, count: int, extended_header: bool = False) -> bytes:
+    """``mp3`` behind an ID3v2.4 tag of ``count`` TXXX frames (id3.org's ID3v2.4 structure), with
+    an extended header (flag 0x40; 6 bytes, its size syncsafe and counting itself) if asked."""
+    frames = b"".join(b"TXXX" + _syncsafe(len(body)) + b"\0\0" + body
                       for body in (b"\x03k%d\x00v" % i for i in range(count)))
-    return b"ID3\x04\x00\x00" + syncsafe(len(frames)) + frames + mp3
+    extended = _syncsafe(6) + b"\x01\x00" if extended_header else b""
+    return b"ID3\x04" + (b"\x00\x40" if extended_header else b"\x00\x00") + _syncsafe(len(extended) + len(frames)) \
+        + extended + frames + mp3
 
 
 def _with_flac_comments(flac: bytes, count: int) -> bytes:
@@ -1053,6 +1057,52 @@ def test_files_whose_tags_hold_thousands_of_entries_are_refused_before_they_are_
                  "without its tags")
 
 
+def test_tags_hidden_behind_an_extended_header_or_repeated_are_refused_without_a_log_flood(speech, tmp_path):
+    """What helper-135 got past the count of tag entries, in the web process: an extended header
+    (flag 0x40) hid an ID3v2.4 tag's 100,000 frames from a count that started at it (libsndfile
+    6.3 s per 50,000, quadratic; a WAV waited 77 s behind two); 1.9 million empty ID3 tags in a
+    row took 30 s per open and a warning line each from libmpg123 in the log (400 MB); the same
+    tags between audio frames are met only while decoding; a FLAC of millions of empty padding
+    blocks held the count 2 s. Each is refused at once, nothing written to stderr; a real MP3 with
+    one tag behind an extended header and one more appended is read."""
+    import subprocess
+    import sys
+
+    samples, sr = speech
+    sf.write(tmp_path / "plain.mp3", samples, sr, format="MP3")
+    sf.write(tmp_path / "plain.flac", samples, sr, format="FLAC")
+    mp3, flac = (tmp_path / "plain.mp3").read_bytes(), (tmp_path / "plain.flac").read_bytes()
+    empty_tag = b"ID3\x04\x00\x00\x00\x00\x00\x00"
+    cases = {
+        "hidden_frames.mp3": (_with_id3_frames(mp3, 20_000, extended_header=True), "more than 1,000 tag entries"),
+        "empty_tags.mp3": (empty_tag * 200_000 + mp3, "more than 16 ID3 tags"),
+        "tags_inside.mp3": (mp3[:len(mp3) // 3] + empty_tag * 200_000 + mp3[len(mp3) // 3:], "more than 16 ID3 tags"),
+        "padding.flac": (flac[:4] + bytes([1, 0, 0, 0]) * 100_000 + flac[4:], "more than 1,000 metadata blocks"),
+    }
+    for name, (data, _) in cases.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "fine.mp3").write_bytes(_with_id3_frames(mp3, 20, extended_header=True) + empty_tag)
+    # In a fresh interpreter, to see what libmpg123 writes to stderr.
+    code = ("import sys, time; from cosyvoice_ui.inputs.prompt_audio import load_prompt_audio\n"
+            "from cosyvoice_ui.errors import InputError\n"
+            "for path in sys.argv[1:]:\n"
+            "    started = time.monotonic()\n"
+            "    try: print(round(load_prompt_audio(path).seconds, 1), end=' ')\n"
+            "    except InputError as e: print(e, end=' ')\n"
+            "    print(f'{time.monotonic() - started:.2f}', flush=True)\n")
+    from .conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-c", code, *(str(tmp_path / n) for n in [*cases, "fine.mp3"])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = done.stdout.strip().splitlines()
+    for (name, (_, words)), answer in zip(cases.items(), answers):
+        assert words in answer and "without its tags" in answer, (name, answer)
+        assert float(answer.rsplit(" ", 1)[1]) < 5, (name, answer)  # helper-135: 6-234 s
+    assert float(answers[-1].split()[0]) > 3, answers[-1]
+    assert len(done.stderr.splitlines()) < 20, done.stderr[-2000:]
+
+
 def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_path):
     """Two slow files held both decode slots for their whole FFmpeg decode, up to the 10 s deadline,
     and a WAV, read by libsndfile in a fraction of a second, waited behind them (helper-117: 39 s
@@ -1062,9 +1112,18 @@ def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_pa
 
     from .test_shutdown import _slow_to_decode
 
+    from cosyvoice_ui.inputs.pyav_process import DecoderLimit
+
     slow = _slow_to_decode(tmp_path / "four_tracks.nut")
     outcomes = []
-    threads = [threading.Thread(target=lambda: outcomes.append(load_prompt_audio(slow))) for _ in range(2)]
+
+    def load() -> None:
+        try:
+            outcomes.append(load_prompt_audio(slow))
+        except DecoderLimit as e:  # past the 10 s deadline on a loaded machine (6.5 s alone)
+            outcomes.append(e)
+
+    threads = [threading.Thread(target=load) for _ in range(2)]
     for thread in threads:
         thread.start()
     try:
@@ -1096,8 +1155,12 @@ def test_decodes_waiting_for_a_slot_at_shutdown_start_no_child(tmp_path, monkeyp
     """Requests that waited for a decode slot when SIGTERM came were decoded one after another
     after it: the exit took 22 s and their clients got "Server stopped unexpectedly" (helper-134).
     Once stop_decoding() is called, a decode whose slot comes starts no child and is refused as
-    the shutdown; the ones running end as they would."""
+    the shutdown; the ones running end as they would. An MP3 whose join check (FFmpeg's) was so
+    refused was then read by libsndfile in the web process before the refusal was raised, with
+    no deadline (helper-135); it is not read."""
     import threading
+
+    import soundfile
 
     from cosyvoice_ui.errors import ServiceStopping
     from cosyvoice_ui.inputs import prompt_audio
@@ -1106,11 +1169,17 @@ def test_decodes_waiting_for_a_slot_at_shutdown_start_no_child(tmp_path, monkeyp
 
     monkeypatch.setattr(prompt_audio, "_stopping", threading.Event())
     slow = _slow_to_decode(tmp_path / "four_tracks.nut")
+    samples, sr = soundfile.read(PROMPTS_DIR / "xtts_male.wav")
+    soundfile.write(tmp_path / "prompt.mp3", samples, sr, format="MP3")
+    read_by_libsndfile = []
+    real_read = soundfile.read
+    monkeypatch.setattr(soundfile, "read", lambda path, *a, **k: read_by_libsndfile.append(path) or real_read(path, *a, **k))
+    files = [slow, slow, slow, str(tmp_path / "prompt.mp3")]
     outcomes: dict[int, object] = {}
 
     def load(i: int) -> None:
         try:
-            outcomes[i] = load_prompt_audio(slow)
+            outcomes[i] = load_prompt_audio(files[i])
         except Exception as e:  # noqa: BLE001 - the outcome is the point
             outcomes[i] = e
 
@@ -1125,19 +1194,22 @@ def test_decodes_waiting_for_a_slot_at_shutdown_start_no_child(tmp_path, monkeyp
                 pass
         return count
 
-    threads = [threading.Thread(target=load, args=(i,)) for i in range(3)]
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(4)]
     threads[0].start()
     threads[1].start()
     deadline = time.monotonic() + 30
-    while decoding() < 2:  # both child slots taken: the third waits for one
+    while decoding() < 2:  # both child slots taken: the third and fourth wait for one
         assert time.monotonic() < deadline, "the slow decodes never began"
         time.sleep(0.02)
     threads[2].start()
+    threads[3].start()
     time.sleep(0.5)
     prompt_audio.stop_decoding()
     for thread in threads:
         thread.join(60)
     assert isinstance(outcomes[2], ServiceStopping), outcomes[2]
+    assert isinstance(outcomes[3], ServiceStopping), outcomes[3]
+    assert not any(str(path).endswith(".mp3") for path in read_by_libsndfile), read_by_libsndfile
     # Read, or refused past the decode's deadline on a loaded machine: not stopped midway.
     assert all(i in outcomes and not isinstance(outcomes[i], ServiceStopping) for i in (0, 1)), outcomes
     with pytest.raises(ServiceStopping):

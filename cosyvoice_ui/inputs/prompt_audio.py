@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import STOPPING_MESSAGE, BusyError, InputError, ServiceStopping
 from ..glibc_heap import return_freed_heap
-from .pyav_process import decode_in_child
+from .pyav_process import DecoderLimit, decode_in_child
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -450,54 +450,116 @@ _TELEPHONE_CODECS = {"G721_32": "G.721 ADPCM", "G723_24": "G.723 ADPCM", "G723_4
                      "NMS_ADPCM_24": "NMS ADPCM", "NMS_ADPCM_32": "NMS ADPCM"}
 
 
-# Tag entries (ID3v2 frames, FLAC's Vorbis comments) a recording may carry: a few dozen in practice.
-# libsndfile parses ID3v2 frames in time that grows with the square of their count, in the web
-# process and with no deadline: 250,000 frames (a 4.9 MB MP3) took 98 s in sf.info alone, and two
-# such uploads held both decode slots, every WAV waiting 49 s (helper-134); FFmpeg is as slow on
-# FLAC comments (80,000: past its 10 s deadline). 1,000 take milliseconds.
+# Tag entries (ID3v2 frames, FLAC's Vorbis comments, FLAC metadata blocks) a recording may carry:
+# a few dozen in practice. libsndfile parses ID3v2 frames in time that grows with the square of
+# their count, in the web process and with no deadline: 250,000 frames (a 4.9 MB MP3) took 98 s
+# in sf.info alone, and two such uploads held both decode slots, every WAV waiting 49 s
+# (helper-134); FFmpeg is as slow on FLAC comments (80,000: past its 10 s deadline). 1,000 take
+# milliseconds.
 MAX_TAG_ENTRIES = 1000
+# ID3v2 tags in one MP3: a recording carries one, sometimes a second appended by another tagger.
+# libmpg123 reads each it meets, leading or between audio frames, and writes a warning line per
+# odd one to the web process's stderr: 1.9 million empty tags (19 MB) took 30 s per open and put
+# 400 MB in the log (helper-135).
+MAX_ID3_TAGS = 16
+_TAGS_HINT = "Export the recording again without its tags (metadata), as WAV, FLAC or MP3."
 
 
-def _tag_entries(path: str) -> tuple[int, str] | None:
-    """``(entries, kind)`` of the ID3v2 tags at the start of an MP3 file (ID3v2.2-2.4: a 10-byte
-    header with a syncsafe size, then frames of 6 or 10-byte headers; id3.org's ID3v2.3/2.4
-    structure documents) or of a FLAC file's Vorbis comment block (xiph.org's FLAC format:
-    4-byte block headers; the comment count after the vendor string), counted up to
-    :data:`MAX_TAG_ENTRIES` + 1; None for other files or unreadable ones."""
+def _syncsafe(raw: bytes) -> int:
+    """An ID3v2 syncsafe integer: 7 bits per byte, big-endian (id3.org's ID3v2.4 structure, 6.2)."""
+    return sum((b & 0x7F) << (7 * (len(raw) - 1 - i)) for i, b in enumerate(raw))
+
+
+def _id3_frames(tag: bytes, version: int, start: int) -> int:
+    """ID3v2 frames in ``tag`` (the tag's body) from byte ``start`` on, counted up to
+    :data:`MAX_TAG_ENTRIES` + 1: 6-byte frame headers in v2.2, 10-byte ones in v2.3/2.4 (syncsafe
+    sizes in v2.4), until padding (a zero byte) or the end."""
+    entries, pos, frame_header = 0, start, 6 if version == 2 else 10
+    while 0 <= pos and pos + frame_header <= len(tag) and tag[pos] != 0 and entries <= MAX_TAG_ENTRIES:
+        raw = tag[pos + 3:pos + 6] if version == 2 else tag[pos + 4:pos + 8]
+        size = _syncsafe(raw) if version == 4 else int.from_bytes(raw, "big")
+        entries += 1
+        pos += frame_header + size
+    return entries
+
+
+def _check_leading_tags(path: str) -> None:
+    """Refuse a file whose metadata would stall libsndfile or FFmpeg in the web process: an MP3
+    starting with more than :data:`MAX_ID3_TAGS` ID3v2 tags, or with a tag of more than
+    :data:`MAX_TAG_ENTRIES` frames (ID3v2.2-2.4: a 10-byte header with a syncsafe size, an optional
+    extended header, then frames; id3.org's ID3v2.3/2.4 structure documents); a FLAC file with more
+    than :data:`MAX_TAG_ENTRIES` metadata blocks or Vorbis comments (xiph.org's FLAC format: 4-byte
+    block headers; the comment count after the vendor string). Other files pass; so do unreadable
+    ones (the decoders say what is wrong). Each count stops past its limit, so the walk is short.
+
+    Raises:
+        InputError: naming what the metadata holds and what to upload instead.
+    """
+    def refuse(what: str) -> InputError:
+        return InputError(f"The prompt audio file's metadata holds {what} (a recording carries a few dozen tag "
+                          f"entries in one tag), which take minutes to read. {_TAGS_HINT}")
+
     try:
         with open(path, "rb") as f:
-            start = f.read(4)
-            if start == b"fLaC":
-                while header := f.read(4):
+            if f.read(4) == b"fLaC":
+                for _ in range(MAX_TAG_ENTRIES + 1):
+                    header = f.read(4)
                     if len(header) < 4:
-                        return None
+                        return
                     kind, size = header[0] & 0x7F, int.from_bytes(header[1:4], "big")
                     if kind == 4:
                         vendor = int.from_bytes(f.read(4), "little")
                         f.seek(vendor, os.SEEK_CUR)
-                        return int.from_bytes(f.read(4), "little"), "Vorbis comments"
+                        if int.from_bytes(f.read(4), "little") > MAX_TAG_ENTRIES:
+                            raise refuse(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
+                        return
                     if header[0] & 0x80:
-                        return None
+                        return
                     f.seek(size, os.SEEK_CUR)
-                return None
-            entries, at = 0, 0
+                # helper-135: 4.8 million empty PADDING blocks took this walk 2.2 s.
+                raise refuse(f"more than {MAX_TAG_ENTRIES:,} metadata blocks")
             f.seek(0)
-            while (head := f.read(10))[:3] == b"ID3" and len(head) == 10:
-                version = head[3]
-                tag_size = sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(head[6:10]))
+            at = 0
+            for _ in range(MAX_ID3_TAGS + 1):
+                head = f.read(10)
+                if len(head) < 10 or head[:3] != b"ID3":
+                    return
+                version, flags, tag_size = head[3], head[5], _syncsafe(head[6:10])
                 tag = f.read(tag_size)
-                pos, frame_header = 0, 6 if version == 2 else 10
-                while pos + frame_header <= len(tag) and tag[pos] != 0 and entries <= MAX_TAG_ENTRIES:
-                    raw = tag[pos + 3:pos + 6] if version == 2 else tag[pos + 4:pos + 8]
-                    size = (sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(raw)) if version == 4
-                            else int.from_bytes(raw, "big"))
-                    entries += 1
-                    pos += frame_header + size
-                at += 10 + tag_size + (10 if head[5] & 0x10 else 0)  # a v2.4 footer
+                # Frames counted from the start of the body and from past an extended header, as
+                # v2.3 (a 4-byte size that leaves itself out) and v2.4 (a syncsafe size that counts
+                # itself) state it, the largest count kept: an extended header hid 100,000 frames
+                # from a count that began at it (helper-135).
+                starts = {0}
+                if flags & 0x40 and len(tag) >= 4:
+                    starts |= {4 + int.from_bytes(tag[:4], "big"), _syncsafe(tag[:4])}
+                if max(_id3_frames(tag, version, start) for start in starts) > MAX_TAG_ENTRIES:
+                    raise refuse(f"more than {MAX_TAG_ENTRIES:,} tag entries (ID3 frames)")
+                at += 10 + tag_size + (10 if flags & 0x10 else 0)  # a v2.4 footer
                 f.seek(at)
-            return (entries, "ID3 frames") if entries else None
+            raise refuse(f"more than {MAX_ID3_TAGS} ID3 tags one after another")
     except OSError:
-        return None
+        return
+
+
+def _check_id3_tags_anywhere(path: str) -> None:
+    """Refuse an MPEG audio file in which more than :data:`MAX_ID3_TAGS` ID3v2 tags start
+    anywhere: libmpg123 meets those between audio frames only while decoding, one warning line in
+    the log each (100,000 empty tags in the middle of an MP3: 100,000 lines per read). Counted as
+    the bytes ``ID3``, which is what libmpg123 looks for; at most ~20 ms for a 20 MB file.
+
+    Raises:
+        InputError: naming the tags and what to upload instead.
+    """
+    found, tail = 0, b""
+    with open(path, "rb") as f:
+        while chunk := f.read(4 << 20):
+            block = tail + chunk
+            found += block.count(b"ID3")
+            if found > MAX_ID3_TAGS:
+                raise InputError(f"The prompt audio file holds more than {MAX_ID3_TAGS} ID3 tags (a recording carries "
+                                 f"one, sometimes two), each read on its own, which takes minutes. {_TAGS_HINT}")
+            tail = block[-2:] if not block.endswith(b"ID3") else b""  # an "ID3" cut between two reads
 
 
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None, tuple | None]:
@@ -506,11 +568,10 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     only for MP3, FLAC and Ogg (:func:`_joined_check`, done before libsndfile reads)."""
     import soundfile as sf
 
-    if (tags := _tag_entries(path)) and tags[0] > MAX_TAG_ENTRIES:
-        raise InputError(f"The prompt audio file's metadata holds more than {MAX_TAG_ENTRIES:,} tag entries "
-                         f"({tags[1]}; a recording carries a few dozen), which take minutes to read. Export the "
-                         "recording again without its tags (metadata), as WAV, FLAC or MP3.")
+    _check_leading_tags(path)
     info = sf.info(path)
+    if info.subtype.startswith("MPEG_LAYER"):  # decoded by libmpg123, MP3 or MPEG audio in a WAV
+        _check_id3_tags_anywhere(path)
     if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
@@ -531,6 +592,10 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     # they are scaled down below instead of becoming "infinite samples" (twenty-fifth newcomer session).
     dtype = "float64" if info.subtype == "DOUBLE" else "float32"
     by_ffmpeg = _joined_check(path) if info.format in _JOINABLE_FORMATS else None
+    # What FFmpeg's child could not do within its deadline or memory, libsndfile would do here with
+    # neither; a stop or a busy decoder is answered at once, not after a read (helper-135).
+    if isinstance(by_ffmpeg, (DecoderLimit, BusyError, ServiceStopping)):
+        raise by_ffmpeg
     data, sr = sf.read(path, frames=cap, dtype=dtype, always_2d=True)
     if data.size == 0:
         raise ValueError("no samples")

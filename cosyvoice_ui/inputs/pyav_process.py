@@ -73,9 +73,9 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
 
     Raises:
         InputError: a refusal :func:`decode_with_pyav` made (too long, too many samples or
-            packets), or the file took more than ``deadline_s`` or more than ``memory_mib`` of
-            memory, or the child ended with no reply (killed by a
-            signal, such as a crash inside FFmpeg).
+            packets), or the child ended with no reply (killed by a signal, such as a crash inside
+            FFmpeg); :class:`DecoderLimit`, an InputError, when the file took more than
+            ``deadline_s`` or more than ``memory_mib`` of memory.
         ServiceStopping: ``stopping`` was set when the slot came.
         BusyError: the child could not be started (no process, file handle or memory free), or
             was ended or stopped from outside twice (once, it is started again).
@@ -142,7 +142,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
     if "refused" in reply:
         raise InputError(str(reply["refused"]))
     if "memory" in reply:
-        raise InputError(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a "
+        raise DecoderLimit(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a "
                          "recording needs under 200): it holds far more than its sound, such as tables of millions "
                          "of packets. Export the recording again as WAV, FLAC or MP3.")
     if "failed" in reply:
@@ -198,8 +198,14 @@ def _run(command: list[str], env: dict, stderr, deadline_s: float) -> tuple[int,
     return child.returncode, stdout, None
 
 
+class DecoderLimit(InputError):
+    """The child passed its deadline or its memory limit on the file: what FFmpeg could not do
+    within them, libsndfile would do in the web process with none (helper-135: an MP3 FFmpeg gave
+    up on after 10 s held libsndfile 70 s more)."""
+
+
 def _took_too_long(deadline_s: float) -> InputError:
-    return InputError(
+    return DecoderLimit(
         f"The prompt audio file took more than {deadline_s:.0f} s to decode (a recording takes well under one): it "
         "holds far more than its sound, such as millions of packets in other tracks. Export the recording again as "
         "WAV, FLAC or MP3.")
