@@ -41,12 +41,16 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..log_throttle import OncePerMinute, OncePerMinuteByKind
+from ..errors import STOPPING_MESSAGE
 
 log = logging.getLogger(__name__)
 
 _BUSY_BODY = b"Too many open connections to this server; try again in a moment."
 _BUSY_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
                   b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_STOPPING_BODY = STOPPING_MESSAGE.encode()
+_STOPPING_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_STOPPING_BODY), _STOPPING_BODY))
 _CROWDING_BODY = b"This address holds half of this server's connections already; close some and try again."
 _CROWDING_RESPONSE = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n"
                       b"retry-after: 10\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
@@ -171,6 +175,19 @@ class DeadlineH11Protocol(H11Protocol):
                 self._arm()
         else:  # the request is whole (or the connection switched protocol): the app has it now
             self._disarm()
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown, except for a request whose body is still arriving (a slow
+        upload): it held an idle app's exit for the whole graceful timeout (5 s), then was
+        cancelled with a 145-line ``CancelledError`` traceback in the log (helper-137). It cannot be
+        answered before its body ends, so it is ended now with a 503 (if the client still reads),
+        and the app sees its client gone (a partial upload is deleted, as for any disconnect)."""
+        cycle = self.cycle
+        if self.conn.their_state is h11.SEND_BODY and (cycle is None or not cycle.response_started):
+            self.transport.write(_STOPPING_RESPONSE)
+            self.transport.close()
+            return
+        super().shutdown()
 
     def on_response_complete(self) -> None:
         self._disarm()  # idle until the next request: uvicorn's keep-alive timeout applies
