@@ -450,19 +450,26 @@ _TELEPHONE_CODECS = {"G721_32": "G.721 ADPCM", "G723_24": "G.723 ADPCM", "G723_4
                      "NMS_ADPCM_24": "NMS ADPCM", "NMS_ADPCM_32": "NMS ADPCM"}
 
 
-# Tag entries (ID3v2 frames, FLAC's Vorbis comments, FLAC metadata blocks) a recording may carry:
-# a few dozen in practice. libsndfile parses ID3v2 frames in time that grows with the square of
-# their count, in the web process and with no deadline: 250,000 frames (a 4.9 MB MP3) took 98 s
-# in sf.info alone, and two such uploads held both decode slots, every WAV waiting 49 s
-# (helper-134); FFmpeg is as slow on FLAC comments (80,000: past its 10 s deadline). 1,000 take
-# milliseconds.
+# Entries a recording's FLAC metadata may carry (Vorbis comments, metadata blocks): a few dozen in
+# practice. FFmpeg parses FLAC comments in time that grows with the square of their count (80,000:
+# past its 10 s deadline; helper-134); 4.8 million empty padding blocks held a walk of them 2.2 s
+# (helper-135). 1,000 take milliseconds.
 MAX_TAG_ENTRIES = 1000
-# ID3v2 tags in one MP3: a recording carries one, sometimes a second appended by another tagger.
-# libmpg123 reads each it meets, leading or between audio frames, and writes a warning line per
-# odd one to the web process's stderr: 1.9 million empty tags (19 MB) took 30 s per open and put
-# 400 MB in the log (helper-135).
+# ID3v2 tags and their frames in one file libmpg123 reads (inside libsndfile, in the web process,
+# with no deadline). A recording carries one tag, sometimes a second appended by another tagger,
+# of a few dozen frames (MusicBrainz Picard writes about 40). libmpg123 parses every tag it meets,
+# at the start or between audio frames, in time that grows with the square of the frames (250,000
+# in a 4.9 MB MP3: 98 s in sf.info, helper-134; 100,000 behind three audio frames: 66 s,
+# helper-138), and writes a log line for each odd tag or frame (1.9 million empty tags: 400 MB of
+# log, helper-135; 3.6 million empty frames, helper-138). Counted in all tags together.
 MAX_ID3_TAGS = 16
+MAX_ID3_FRAMES = 128
 _TAGS_HINT = "Export the recording again without its tags (metadata), as WAV, FLAC or MP3."
+
+
+def _tags_refusal(what: str) -> InputError:
+    return InputError(f"The prompt audio file's metadata holds {what}; a recording carries one tag of a few dozen "
+                      f"entries, and this many take minutes to read. {_TAGS_HINT}")
 
 
 def _syncsafe(raw: bytes) -> int:
@@ -470,96 +477,117 @@ def _syncsafe(raw: bytes) -> int:
     return sum((b & 0x7F) << (7 * (len(raw) - 1 - i)) for i, b in enumerate(raw))
 
 
-def _id3_frames(tag: bytes, version: int, start: int) -> int:
-    """ID3v2 frames in ``tag`` (the tag's body) from byte ``start`` on, counted up to
-    :data:`MAX_TAG_ENTRIES` + 1: 6-byte frame headers in v2.2, 10-byte ones in v2.3/2.4 (syncsafe
-    sizes in v2.4), until padding (a zero byte) or the end."""
-    entries, pos, frame_header = 0, start, 6 if version == 2 else 10
-    while 0 <= pos and pos + frame_header <= len(tag) and tag[pos] != 0 and entries <= MAX_TAG_ENTRIES:
-        raw = tag[pos + 3:pos + 6] if version == 2 else tag[pos + 4:pos + 8]
-        size = _syncsafe(raw) if version == 4 else int.from_bytes(raw, "big")
-        entries += 1
-        pos += frame_header + size
-    return entries
-
-
-def _check_leading_tags(path: str) -> None:
-    """Refuse a file whose metadata would stall libsndfile or FFmpeg in the web process: an MP3
-    starting with more than :data:`MAX_ID3_TAGS` ID3v2 tags, or with a tag of more than
-    :data:`MAX_TAG_ENTRIES` frames (ID3v2.2-2.4: a 10-byte header with a syncsafe size, an optional
-    extended header, then frames; id3.org's ID3v2.3/2.4 structure documents); a FLAC file with more
-    than :data:`MAX_TAG_ENTRIES` metadata blocks or Vorbis comments (xiph.org's FLAC format: 4-byte
-    block headers; the comment count after the vendor string). Other files pass; so do unreadable
-    ones (the decoders say what is wrong). Each count stops past its limit, so the walk is short.
+def _check_flac_metadata(path: str) -> None:
+    """Refuse a FLAC file with more than :data:`MAX_TAG_ENTRIES` metadata blocks or Vorbis comments
+    (xiph.org's FLAC format: 4-byte block headers; the comment count after the vendor string).
+    Other files pass; so do unreadable ones (the decoders say what is wrong).
 
     Raises:
         InputError: naming what the metadata holds and what to upload instead.
     """
-    def refuse(what: str) -> InputError:
-        return InputError(f"The prompt audio file's metadata holds {what} (a recording carries a few dozen tag "
-                          f"entries in one tag), which take minutes to read. {_TAGS_HINT}")
-
     try:
         with open(path, "rb") as f:
-            if f.read(4) == b"fLaC":
-                for _ in range(MAX_TAG_ENTRIES + 1):
-                    header = f.read(4)
-                    if len(header) < 4:
-                        return
-                    kind, size = header[0] & 0x7F, int.from_bytes(header[1:4], "big")
-                    if kind == 4:
-                        vendor = int.from_bytes(f.read(4), "little")
-                        f.seek(vendor, os.SEEK_CUR)
-                        if int.from_bytes(f.read(4), "little") > MAX_TAG_ENTRIES:
-                            raise refuse(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
-                        return
-                    if header[0] & 0x80:
-                        return
-                    f.seek(size, os.SEEK_CUR)
-                # helper-135: 4.8 million empty PADDING blocks took this walk 2.2 s.
-                raise refuse(f"more than {MAX_TAG_ENTRIES:,} metadata blocks")
-            f.seek(0)
-            at = 0
-            for _ in range(MAX_ID3_TAGS + 1):
-                head = f.read(10)
-                if len(head) < 10 or head[:3] != b"ID3":
+            if f.read(4) != b"fLaC":
+                return
+            for _ in range(MAX_TAG_ENTRIES + 1):
+                header = f.read(4)
+                if len(header) < 4:
                     return
-                version, flags, tag_size = head[3], head[5], _syncsafe(head[6:10])
-                tag = f.read(tag_size)
-                # Frames counted from the start of the body and from past an extended header, as
-                # v2.3 (a 4-byte size that leaves itself out) and v2.4 (a syncsafe size that counts
-                # itself) state it, the largest count kept: an extended header hid 100,000 frames
-                # from a count that began at it (helper-135).
-                starts = {0}
-                if flags & 0x40 and len(tag) >= 4:
-                    starts |= {4 + int.from_bytes(tag[:4], "big"), _syncsafe(tag[:4])}
-                if max(_id3_frames(tag, version, start) for start in starts) > MAX_TAG_ENTRIES:
-                    raise refuse(f"more than {MAX_TAG_ENTRIES:,} tag entries (ID3 frames)")
-                at += 10 + tag_size + (10 if flags & 0x10 else 0)  # a v2.4 footer
-                f.seek(at)
-            raise refuse(f"more than {MAX_ID3_TAGS} ID3 tags one after another")
+                kind, size = header[0] & 0x7F, int.from_bytes(header[1:4], "big")
+                if kind == 4:
+                    vendor = int.from_bytes(f.read(4), "little")
+                    f.seek(vendor, os.SEEK_CUR)
+                    if int.from_bytes(f.read(4), "little") > MAX_TAG_ENTRIES:
+                        raise _tags_refusal(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
+                    return
+                if header[0] & 0x80:
+                    return
+                f.seek(size, os.SEEK_CUR)
+            raise _tags_refusal(f"more than {MAX_TAG_ENTRIES:,} metadata blocks")
     except OSError:
         return
 
 
-def _check_id3_tags_anywhere(path: str) -> None:
-    """Refuse an MPEG audio file in which more than :data:`MAX_ID3_TAGS` ID3v2 tags start
-    anywhere: libmpg123 meets those between audio frames only while decoding, one warning line in
-    the log each (100,000 empty tags in the middle of an MP3: 100,000 lines per read). Counted as
-    the bytes ``ID3``, which is what libmpg123 looks for; at most ~20 ms for a 20 MB file.
+# WAVE format tags of MPEG audio (Microsoft's mmreg.h: WAVE_FORMAT_MPEG, WAVE_FORMAT_MPEGLAYER3),
+# which libsndfile decodes with libmpg123 inside a WAV, RF64 or Wave64 file (helper-138).
+_MPEG_WAVE_TAGS = frozenset({0x0050, 0x0055})
+_WAVE_STARTS = (b"RIFF", b"RIFX", b"RF64", b"BW64", b"riff")
+
+
+def _read_by_libmpg123(data) -> bool:
+    """Whether libsndfile 1.2 may hand the file (``data``: its bytes, or an mmap of them) to
+    libmpg123: one starting with an ID3v2 tag or an MPEG audio frame's sync bits, or a WAV-family
+    file holding an ``fmt `` chunk of an MPEG format tag anywhere (a chunk may follow megabytes of
+    others; a false match only costs a count of tags). A name ending in ``.mp3`` is the caller's
+    test: libsndfile then reads any content as MPEG."""
+    if data[:3] == b"ID3" or (len(data) >= 2 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
+        return True
+    if data[:4] not in _WAVE_STARTS:
+        return False
+    order = "big" if data[:4] == b"RIFX" else "little"
+    at = data.find(b"fmt ")
+    while at >= 0:
+        # RIFF: "fmt ", a 4-byte size, the tag; Wave64: a 16-byte GUID, an 8-byte size, the tag.
+        for offset in (8, 24):
+            tag = int.from_bytes(data[at + offset:at + offset + 2], order)
+            if tag == 0xFFFE:  # WAVE_FORMAT_EXTENSIBLE: the subformat GUID starts with the tag
+                tag = int.from_bytes(data[at + offset + 24:at + offset + 26], "little")
+            if tag in _MPEG_WAVE_TAGS:
+                return True
+        at = data.find(b"fmt ", at + 1)
+    return False
+
+
+def _id3_frames(data, body: int, end: int, version: int, limit: int) -> int:
+    """ID3v2 frames between ``body`` and ``end`` in ``data``, counted up to ``limit`` + 1: 6-byte
+    frame headers in v2.2, 10-byte ones in v2.3/2.4 (syncsafe sizes in v2.4), until padding (a
+    zero byte) or the end."""
+    entries, pos, frame_header = 0, body, 6 if version == 2 else 10
+    while pos + frame_header <= end and data[pos] != 0 and entries <= limit:
+        raw = data[pos + 3:pos + 6] if version == 2 else data[pos + 4:pos + 8]
+        entries += 1
+        pos += frame_header + (_syncsafe(raw) if version == 4 else int.from_bytes(raw, "big"))
+    return entries
+
+
+def _check_id3_tags(path: str) -> None:
+    """Refuse a file libmpg123 would read (:func:`_read_by_libmpg123`, or named ``.mp3``) that
+    holds more than :data:`MAX_ID3_TAGS` ID3v2 tags, or more than :data:`MAX_ID3_FRAMES` frames in
+    them all, anywhere in the file: a tag is every ``ID3`` libmpg123 may meet (ID3v2.2-2.4: a
+    10-byte header with a syncsafe size, an optional extended header, then frames; id3.org's
+    ID3v2.3/2.4 structure documents). The frames of a tag with an extended header are counted
+    from its start and from past it as v2.3 and v2.4 size it, the largest kept: an extended header
+    hid 100,000 frames from a count that began at it (helper-135). At most ~20 ms for 20 MB.
 
     Raises:
-        InputError: naming the tags and what to upload instead.
+        InputError: naming what the metadata holds and what to upload instead.
     """
-    found, tail = 0, b""
-    with open(path, "rb") as f:
-        while chunk := f.read(4 << 20):
-            block = tail + chunk
-            found += block.count(b"ID3")
-            if found > MAX_ID3_TAGS:
-                raise InputError(f"The prompt audio file holds more than {MAX_ID3_TAGS} ID3 tags (a recording carries "
-                                 f"one, sometimes two), each read on its own, which takes minutes. {_TAGS_HINT}")
-            tail = block[-2:] if not block.endswith(b"ID3") else b""  # an "ID3" cut between two reads
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if not (path.lower().endswith(".mp3") or _read_by_libmpg123(data)):
+                return
+            tags = frames = 0
+            at = data.find(b"ID3")
+            while at >= 0:
+                tags += 1
+                if tags > MAX_ID3_TAGS:
+                    raise _tags_refusal(f"more than {MAX_ID3_TAGS} ID3 tags")
+                head = data[at:at + 10]
+                if len(head) == 10:
+                    version, flags = head[3], head[5]
+                    body, end = at + 10, min(len(data), at + 10 + _syncsafe(head[6:10]))
+                    starts = {body}
+                    if flags & 0x40 and end - body >= 4:
+                        size = data[body:body + 4]
+                        starts |= {body + 4 + int.from_bytes(size, "big"), body + _syncsafe(size)}
+                    frames += max(_id3_frames(data, start, end, version, MAX_ID3_FRAMES - frames) for start in starts)
+                    if frames > MAX_ID3_FRAMES:
+                        raise _tags_refusal(f"more than {MAX_ID3_FRAMES} tag entries (ID3 frames)")
+                at = data.find(b"ID3", at + 3)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return
 
 
 def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | None, tuple | None]:
@@ -568,10 +596,9 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     only for MP3, FLAC and Ogg (:func:`_joined_check`, done before libsndfile reads)."""
     import soundfile as sf
 
-    _check_leading_tags(path)
+    _check_flac_metadata(path)
+    _check_id3_tags(path)
     info = sf.info(path)
-    if info.subtype.startswith("MPEG_LAYER"):  # decoded by libmpg123, MP3 or MPEG audio in a WAV
-        _check_id3_tags_anywhere(path)
     if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
                          "or FLAC.")
