@@ -1032,8 +1032,9 @@ class Supervisor:
                               report.describe(), worker_pid=pid)
 
     def _timeout(self, job: _Job) -> None:
-        # To 0.01 s: a 6.25 s deadline (--request-timeout 5, two segments) was said to be "6 s" (helper-98).
-        deadline = f"{round(job.timeout_s, 2):g} s"
+        # To 0.01 s: a 6.25 s deadline (--request-timeout 5, two segments) was said to be "6 s" (helper-98);
+        # under 0.1 s to two significant digits: --request-timeout 1e-9 was said to be "0 s" (helper-136).
+        deadline = f"{round(job.timeout_s, 2):g} s" if job.timeout_s >= 0.1 else f"{job.timeout_s:.2g} s"
         with self._lock:
             w = self._worker
             self._inflight = None
