@@ -531,9 +531,12 @@ def test_a_restart_stopped_by_a_shutdown_says_so_not_an_earlier_failure(tmp_path
         assert sup.restart().error  # failed: the last error is a load's
         restart = sup.restart(wait=False)
         _wait_until(lambda: sup.status()["state"] == "restarting" and sup.worker_pid is not None, 30)
+        started = sup.worker_pid
         sup.stop(grace_s=1)
         report = restart.result(timeout=30)
         assert report.new_pid is None and "shutting down" in (report.error or ""), report
+        # It names the worker it started and ended: "no new worker was started" (helper-139).
+        assert f"the new worker (pid {started}) was ended before its model loaded" in report.error, report
 
 
 def test_restart_pressed_before_a_crash_is_served_by_the_crash_replacement(tmp_path, monkeypatch):

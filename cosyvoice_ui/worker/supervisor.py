@@ -1115,6 +1115,12 @@ class Supervisor:
         ok = self._spawn_until_ready(reason=reason)
         with self._lock:
             new = self._worker
+            # A worker started and then ended by the stop was reported as "no new worker was
+            # started", while the log named it (helper-139).
+            started = new.process.pid if new is not None and new is not old else None
+            stopped = ("The application is shutting down; no new worker was started." if started is None else
+                       f"The application is shutting down; the new worker (pid {started}) was ended before its "
+                       "model loaded.")
             report = RestartReport(
                 reason=reason, old_pid=old.process.pid if old else None,
                 new_pid=new.process.pid if (new and ok) else None,
@@ -1122,8 +1128,7 @@ class Supervisor:
                 memory_after=new.memory if (new and ok) else None,
                 failed_load_attempts=tuple(self._failed_load_attempts) if ok else (),
                 # A stop ends the tries: the last error may be an earlier failure's (helper-122).
-                error=None if ok else ("The application is shutting down; no new worker was started."
-                                       if self._stopping else self._last_error or "No new worker was started."))
+                error=None if ok else (stopped if self._stopping else self._last_error or "No new worker was started."))
             self._last_restart = report
         return report
 
