@@ -40,8 +40,8 @@ import resource
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..log_throttle import OncePerMinute, OncePerMinuteByKind
 from ..errors import STOPPING_MESSAGE
+from ..log_throttle import OncePerMinute, OncePerMinuteByKind
 
 log = logging.getLogger(__name__)
 

@@ -143,8 +143,8 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         raise InputError(str(reply["refused"]))
     if "memory" in reply:
         raise DecoderLimit(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a "
-                         "recording needs under 200): it holds far more than its sound, such as tables of millions "
-                         "of packets. Export the recording again as WAV, FLAC or MP3.")
+                           "recording needs under 200): it holds far more than its sound, such as tables of millions "
+                           "of packets. Export the recording again as WAV, FLAC or MP3.")
     if "failed" in reply:
         raise ValueError(str(reply["failed"]))
     frames, channels = (int(n) for n in reply["shape"])
