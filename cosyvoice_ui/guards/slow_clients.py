@@ -45,16 +45,18 @@ from ..log_throttle import OncePerMinute, OncePerMinuteByKind
 
 log = logging.getLogger(__name__)
 
-_BUSY_BODY = b"Too many open connections to this server; try again in a moment."
-_BUSY_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                  b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
-_STOPPING_BODY = STOPPING_MESSAGE.encode()
-_STOPPING_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_STOPPING_BODY), _STOPPING_BODY))
-_CROWDING_BODY = b"This address holds half of this server's connections already; close some and try again."
-_CROWDING_RESPONSE = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                      b"retry-after: 10\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
-                      % (len(_CROWDING_BODY), _CROWDING_BODY))
+def _plain_response(status: bytes, body: bytes, headers: bytes = b"") -> bytes:
+    """A whole HTTP/1.1 response with a text body that closes the connection, written to a
+    transport directly (before or instead of the app)."""
+    return (b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\n%sconnection: close\r\n"
+            b"content-length: %d\r\n\r\n%s" % (status, headers, len(body), body))
+
+
+_BUSY_RESPONSE = _plain_response(b"503 Service Unavailable",
+                                 b"Too many open connections to this server; try again in a moment.")
+_STOPPING_RESPONSE = _plain_response(b"503 Service Unavailable", STOPPING_MESSAGE.encode())
+_CROWDING_RESPONSE = _plain_response(b"429 Too Many Requests", b"This address holds half of this server's connections "
+                                     b"already; close some and try again.", b"retry-after: 10\r\n")
 
 
 def _limited_address(client, unlimited: tuple) -> str | None:

@@ -511,30 +511,28 @@ def _check_flac_metadata(path: str) -> None:
 # WAVE format tags of MPEG audio (Microsoft's mmreg.h: WAVE_FORMAT_MPEG, WAVE_FORMAT_MPEGLAYER3),
 # which libsndfile decodes with libmpg123 inside a WAV, RF64 or Wave64 file (helper-138).
 _MPEG_WAVE_TAGS = frozenset({0x0050, 0x0055})
-_WAVE_STARTS = (b"RIFF", b"RIFX", b"RF64", b"BW64", b"riff")
 
 
-def _read_by_libmpg123(data) -> bool:
-    """Whether libsndfile 1.2 may hand the file (``data``: its bytes, or an mmap of them) to
-    libmpg123: one starting with an ID3v2 tag or an MPEG audio frame's sync bits, or a WAV-family
-    file holding an ``fmt `` chunk of an MPEG format tag anywhere (a chunk may follow megabytes of
-    others; a false match only costs a count of tags). A name ending in ``.mp3`` is the caller's
-    test: libsndfile then reads any content as MPEG."""
-    if data[:3] == b"ID3" or (len(data) >= 2 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
+def _read_by_libmpg123(f) -> bool:
+    """Whether libsndfile 1.2 may hand the file ``f`` (opened binary) to libmpg123: one starting
+    with an ID3v2 tag or an MPEG audio frame's sync bits, or a WAV-family file whose ``fmt `` chunk
+    (found by :func:`_wav_chunks`) has an MPEG format tag, or more chunks than the walk reads
+    (libsndfile reads on). A name ending in ``.mp3`` is the caller's test: libsndfile then reads
+    any content as MPEG."""
+    f.seek(0)
+    head = f.read(3)
+    if head == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
         return True
-    if data[:4] not in _WAVE_STARTS:
-        return False
-    order = "big" if data[:4] == b"RIFX" else "little"
-    at = data.find(b"fmt ")
-    while at >= 0:
-        # RIFF: "fmt ", a 4-byte size, the tag; Wave64: a 16-byte GUID, an 8-byte size, the tag.
-        for offset in (8, 24):
-            tag = int.from_bytes(data[at + offset:at + offset + 2], order)
+    for kind, data_at, _, order in _wav_chunks(f):
+        if kind == _TOO_MANY_CHUNKS:
+            return True
+        if kind == b"fmt ":
+            f.seek(data_at)
+            body = f.read(26)
+            tag = int.from_bytes(body[:2], "big" if order == ">" else "little")
             if tag == 0xFFFE:  # WAVE_FORMAT_EXTENSIBLE: the subformat GUID starts with the tag
-                tag = int.from_bytes(data[at + offset + 24:at + offset + 26], "little")
-            if tag in _MPEG_WAVE_TAGS:
-                return True
-        at = data.find(b"fmt ", at + 1)
+                tag = int.from_bytes(body[24:26], "little")
+            return tag in _MPEG_WAVE_TAGS
     return False
 
 
@@ -566,7 +564,7 @@ def _check_id3_tags(path: str) -> None:
 
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if not (path.lower().endswith(".mp3") or _read_by_libmpg123(data)):
+            if not (path.lower().endswith(".mp3") or _read_by_libmpg123(f)):
                 return
             tags = frames = 0
             at = data.find(b"ID3")
