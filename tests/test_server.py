@@ -77,9 +77,9 @@ def test_text_that_crashes_espeak_is_refused_and_the_worker_stays():
     piper-tts 1.8 on its own too): in the worker, each such request cost two worker restarts and
     was told to "try a shorter text" (helper-121). espeak-ng runs in a child of the worker: the
     request is refused naming what crashed, and the same worker serves the next one. The crash is
-    not certain (these texts crashed a fresh espeak-ng 16-19 times in 20, /tmp/s24/rate3.py), so
-    several are sent: at least one must crash it, and none may reach the worker."""
-    texts = ["A.B.C.D.E.F.G.H.I.J." * 15, "a.b.c.d.e.f. " * 20, "K.L.M.N.O.P.Q.R.S.T." * 10] * 2
+    not certain (these texts crashed a fresh espeak-ng 16-19 times in 20, /tmp/s24/rate3.py; the first,
+    40 in 40, tests/test_phonemizer_process.py), so several are sent: at least one must crash it, and none may reach the worker."""
+    texts = ["A.B.C.D.E.F.G.H.I.J." * 30, "a.b.c.d.e.f. " * 20, "K.L.M.N.O.P.Q.R.S.T." * 10] * 2
     with serving() as app:
         client = Client(app.url, verbose=False)
         before = client.predict(api_name="/status")
