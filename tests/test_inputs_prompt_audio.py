@@ -1123,6 +1123,31 @@ def test_tags_hidden_from_the_count_or_repeated_are_refused_without_a_log_flood(
     assert len(done.stderr.splitlines()) < 20, done.stderr[-2000:]
 
 
+def test_damaged_mpeg_frames_do_not_flood_the_log(tmp_path):
+    """libmpg123 writes lines for each damaged MPEG frame: a 576 KB upload of Layer I frames whose
+    bit allocation overruns them, each followed by 4 junk bytes, wrote about 75,000 lines (4.4 MB)
+    to the web process's stderr (helper-140). MPEG is decoded in a child whose stderr goes to a
+    file: the web process writes nothing, and the file gets an answer."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    plain = b"\xff\xff\x14\x00" + b"\xee" * 28  # MPEG-1 Layer I, 48 kHz stereo, bit allocation past the frame
+    for name in ("damaged.mp3", "damaged.bin"):  # named MP3 or not: libsndfile hands both to libmpg123
+        (tmp_path / name).write_bytes(plain * 8 + (plain + b"junk") * 4000)
+    code = ("import sys; from cosyvoice_ui.inputs.prompt_audio import load_prompt_audio\n"
+            "from cosyvoice_ui.errors import InputError\n"
+            "for path in sys.argv[1:]:\n"
+            "    try: print(round(load_prompt_audio(path).seconds, 1), flush=True)\n"
+            "    except InputError as e: print(e, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "damaged.mp3"), str(tmp_path / "damaged.bin")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout.strip().splitlines()) == 2, done.stdout
+    assert len(done.stderr.splitlines()) < 20, (len(done.stderr.splitlines()), done.stderr[-2000:])
+
+
 def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_path):
     """Two slow files held both decode slots for their whole FFmpeg decode, up to the 10 s deadline,
     and a WAV, read by libsndfile in a fraction of a second, waited behind them (helper-117: 39 s

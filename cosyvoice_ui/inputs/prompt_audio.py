@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import STOPPING_MESSAGE, BusyError, InputError, ServiceStopping
 from ..glibc_heap import return_freed_heap
-from .pyav_process import DecoderLimit, decode_in_child
+from .pyav_process import DecoderLimit, decode_in_child, too_much_memory
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -78,6 +78,7 @@ _TONE_WINDOWS = 0.5
 _DECODE_SLOTS = threading.BoundedSemaphore(2)
 _holds_slot = threading.local()
 _stopping = threading.Event()  # set by stop_decoding()
+_in_decoder_child = False  # set by decode_here()
 
 
 def stop_decoding() -> None:
@@ -87,6 +88,13 @@ def stop_decoding() -> None:
     :class:`~cosyvoice_ui.errors.ServiceStopping` by :func:`load_prompt_audio` once its slot is
     free, and before a decode's child starts."""
     _stopping.set()
+
+
+def decode_here() -> None:
+    """Make this process decode every file itself: called in the decoding child
+    (:mod:`.pyav_process`), which is the sandbox the web process sends files to."""
+    global _in_decoder_child
+    _in_decoder_child = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +174,12 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
         raise InputError("The prompt audio is not a file. Upload a recording or record one with the microphone.")
     if os.path.getsize(path) == 0:
         raise InputError("The prompt audio file is empty (0 bytes). Upload the recording again.")
+    if not _in_decoder_child and _read_by_libmpg123_path(path):
+        # libmpg123 has no deadline, parses tags slowly and logs every damaged frame (helper-140:
+        # 75,000 lines per upload): all of this function runs in a child. Tags are counted first,
+        # which refuses a tag flood at once, without a child.
+        _check_id3_tags(path)
+        return _decode_in_child(path, whole=True)
     errors = []
     try:
         data, sr, container, stated_s, by_ffmpeg = _decode_with_soundfile(path)
@@ -536,6 +550,17 @@ def _read_by_libmpg123(f) -> bool:
     return False
 
 
+def _read_by_libmpg123_path(path: str) -> bool:
+    """:func:`_read_by_libmpg123` for the file at ``path``, or one named ``.mp3`` (any content)."""
+    if path.lower().endswith(".mp3"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return _read_by_libmpg123(f)
+    except OSError:
+        return False
+
+
 def _id3_frames(data, body: int, end: int, version: int, limit: int) -> int:
     """ID3v2 frames between ``body`` and ``end`` in ``data``, counted up to ``limit`` + 1: 6-byte
     frame headers in v2.2, 10-byte ones in v2.3/2.4 (syncsafe sizes in v2.4), until padding (a
@@ -563,9 +588,9 @@ def _check_id3_tags(path: str) -> None:
     import mmap
 
     try:
+        if not _read_by_libmpg123_path(path):
+            return
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if not (path.lower().endswith(".mp3") or _read_by_libmpg123(f)):
-                return
             tags = frames = 0
             at = data.find(b"ID3")
             while at >= 0:
@@ -887,16 +912,24 @@ def load_prompt_audio(path: str) -> PromptAudio:
             return_freed_heap()  # PyAV's frame buffers stayed as free heap per serving thread
 
 
-def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | None]:
-    """:func:`.pyav_process.decode_in_child` with the deadline :data:`MAX_PYAV_DECODE_S`, this
+def _decode_in_child(path: str, whole: bool = False) -> tuple[np.ndarray, int, str | None, float | str | None]:
+    """:func:`.pyav_process.decode_in_child` (``whole`` passed on) with the deadline
+    :data:`MAX_PYAV_DECODE_S`, this
     thread's decode slot (if it holds one) lent out while the child works, and taken back for the
     samples it returns before the child's slot is freed: taken back after, any number of decoded
     replies waited for a slot in the web process at once (16 clients of 119 s stereo files: peak
     1.8 GiB against 1.35 before the lending; helper-125). Slots are taken in one order (a child's,
     then the web process's), so no two threads wait on each other. A stop is checked inside,
-    once the child's slot comes."""
+    once the child's slot comes. In the child itself (:func:`decode_here`), PyAV decodes here."""
+    if _in_decoder_child:
+        try:
+            return decode_with_pyav(path)
+        except MemoryError:  # the child's own limit, which libsndfile's read shares
+            from .pyav_process import DECODE_MEMORY_MIB
+
+            raise too_much_memory(DECODE_MEMORY_MIB) from None
     if not getattr(_holds_slot, "value", False):
-        return decode_in_child(path, MAX_PYAV_DECODE_S, stopping=_stopping)
+        return decode_in_child(path, MAX_PYAV_DECODE_S, stopping=_stopping, whole=whole)
     _DECODE_SLOTS.release()
     taken_back = []
 
@@ -905,7 +938,7 @@ def _decode_in_child(path: str) -> tuple[np.ndarray, int, str | None, float | No
         taken_back.append(True)
 
     try:
-        return decode_in_child(path, MAX_PYAV_DECODE_S, before_slot_freed=take_back, stopping=_stopping)
+        return decode_in_child(path, MAX_PYAV_DECODE_S, before_slot_freed=take_back, stopping=_stopping, whole=whole)
     finally:
         if not taken_back:  # the child's slot was never reached
             _DECODE_SLOTS.acquire()

@@ -8,6 +8,12 @@ library allocates in the web process stays there; a limit on one process does no
 runs in a child process of its own, started for one file, under an address-space limit
 (RLIMIT_AS) and a deadline, and only the samples come back, through a pipe.
 
+MP3 goes to a child too, decoded there exactly as in the web process (libsndfile, whose
+libmpg123 parses ID3 tags in time that grows with the square of their frames, and with FFmpeg
+for the join check): a damaged MPEG file made libmpg123 write ~75,000 log lines to the web
+process's stderr per 576 KB upload (helper-140), and every tag trick held the web process with
+no deadline (helper-135, helper-138). See ``whole`` in :func:`decode_in_child`.
+
 The child is a new interpreter (``subprocess``: fork and exec, so nothing of the web process's
 threads or state carries over), in a session of its own so that a Ctrl-C at the terminal reaches only the web
 process, whose drain then waits for it. It imports numpy, PyAV and :mod:`.prompt_audio`, never
@@ -42,6 +48,9 @@ DECODE_MEMORY_MIB = 512
 _ALARM_MARGIN_S = 5
 _HEADER_LIMIT_BYTES = 64 * 1024
 _LOGGED_STDERR_BYTES = 2000
+# What the child may write to its stderr file: libmpg123 writes lines per damaged frame, 150 MB
+# for a 20 MB upload of them, and only the end is logged.
+_STDERR_FILE_LIMIT_BYTES = 1024 * 1024
 # Children decoding at once: each may take DECODE_MEMORY_MIB and a core until its deadline.
 _CHILD_SLOTS = threading.BoundedSemaphore(2)
 
@@ -49,9 +58,10 @@ log = logging.getLogger(__name__)
 
 
 def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
-                    before_slot_freed=None, stopping: threading.Event | None = None,
-                    ) -> tuple[np.ndarray, int, str | None, float | None]:
-    """Decode ``path`` with PyAV in a child process (see the module docstring).
+                    before_slot_freed=None, stopping: threading.Event | None = None, whole: bool = False,
+                    ) -> tuple[np.ndarray, int, str | None, float | str | None]:
+    """Decode ``path`` with PyAV in a child process (see the module docstring), or with ``whole``
+    every way the web process would (:func:`.prompt_audio.decode_audio_file` in the child).
 
     Args:
         path: the prompt audio file.
@@ -64,12 +74,15 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
             there, so that replies waiting for it stay bounded by the child slots.
         stopping: once set, a call that gets its slot starts no child (the application is
             shutting down; requests that waited for a slot were decoded one after another).
+        whole: run :func:`.prompt_audio.decode_audio_file` in the child, libsndfile first (used for
+            MPEG, whose decoder libmpg123 is slow on tags and loud on damaged frames).
 
     Returns:
         ``(samples, sample_rate_hz, note, damaged_at_s)``: float32 of shape ``(frames, channels)``
         at the file's own rate, a note (the track used of a file with several audio tracks, data
         cut off) or ``None``, and the seconds decoded before damaged data ended the track or
-        ``None``, as :func:`decode_with_pyav` returns them.
+        ``None``, as :func:`decode_with_pyav` returns them. With ``whole``, the last is
+        :func:`.prompt_audio.decode_audio_file`'s ``cut`` sentence instead.
 
     Raises:
         InputError: a refusal :func:`decode_with_pyav` made (too long, too many samples or
@@ -80,7 +93,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         BusyError: the child could not be started (no process, file handle or memory free), or
             was ended or stopped from outside twice (once, it is started again).
         ValueError: FFmpeg could not decode the file (its message): the caller tries other ways
-            and says the file is not audio.
+            and says the file is not audio. With ``whole``, an InputError instead.
     """
     memory_mib = DECODE_MEMORY_MIB if memory_mib is None else memory_mib
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -91,7 +104,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
     command = [sys.executable, "-c",
                "import sys; sys.path.insert(0, sys.argv[1]); "
                "from cosyvoice_ui.inputs.pyav_process import child_main; child_main()",
-               root, path, str(deadline_s), str(memory_mib), str(os.getpid())]
+               root, "whole" if whole else "pyav", path, str(deadline_s), str(memory_mib), str(os.getpid())]
     try:
         # stderr to a file, not a pipe: what the child says there is read only when it fails, and
         # only its end, however much it wrote.
@@ -136,16 +149,18 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
             raise _took_too_long(deadline_s)
         how = (f"was stopped by {signal.Signals(-done.returncode).name}" if done.returncode < 0
                else f"ended with status {done.returncode}")
-        raise InputError(f"The prompt audio file could not be decoded: FFmpeg {how} reading it (a damaged file, or "
+        decoder = "the MP3 decoder (libmpg123 or FFmpeg)" if whole else "FFmpeg"
+        raise InputError(f"The prompt audio file could not be decoded: {decoder} {how} reading it (a damaged file, or "
                          f"one that needs more than {memory_mib} MiB to read, far more than any recording). "
                          "Export the recording again as WAV, FLAC or MP3.")
     if "refused" in reply:
         raise InputError(str(reply["refused"]))
     if "memory" in reply:
-        raise DecoderLimit(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a "
-                           "recording needs under 200): it holds far more than its sound, such as tables of millions "
-                           "of packets. Export the recording again as WAV, FLAC or MP3.")
+        raise too_much_memory(memory_mib)
     if "failed" in reply:
+        if whole:  # decode_audio_file raises InputError for every file it cannot read: this is a fault of ours
+            raise InputError("The prompt audio file could not be decoded: the decoder failed on it "
+                             f"({str(reply['failed'])[:200]}). Upload it as WAV or FLAC.")
         raise ValueError(str(reply["failed"]))
     frames, channels = (int(n) for n in reply["shape"])
     if len(done.stdout) - end - 1 != frames * channels * 4:
@@ -153,7 +168,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
                          "Send the request again.")
     # One copy out of the reply, read in place (slicing the reply first made a third: helper-117).
     samples = np.frombuffer(done.stdout, dtype=np.float32, offset=end + 1).reshape(frames, channels).copy()
-    return samples, int(reply["rate"]), reply.get("note"), reply.get("damaged_at_s")
+    return samples, int(reply["rate"]), reply.get("note"), reply.get("cut" if whole else "damaged_at_s")
 
 
 # Signals of a crash inside FFmpeg (the file's doing) or of the child's own alarm; others (SIGKILL,
@@ -204,6 +219,13 @@ class DecoderLimit(InputError):
     up on after 10 s held libsndfile 70 s more)."""
 
 
+def too_much_memory(memory_mib: int) -> DecoderLimit:
+    """The refusal of a file whose decoding needed more than ``memory_mib`` MiB."""
+    return DecoderLimit(f"The prompt audio file needs more than {memory_mib} MiB of memory to decode (a recording "
+                        "needs under 200): it holds far more than its sound, such as tables of millions of packets. "
+                        "Export the recording again as WAV, FLAC or MP3.")
+
+
 def _took_too_long(deadline_s: float) -> InputError:
     return DecoderLimit(
         f"The prompt audio file took more than {deadline_s:.0f} s to decode (a recording takes well under one): it "
@@ -214,21 +236,26 @@ def _took_too_long(deadline_s: float) -> InputError:
 def child_main() -> None:
     """The child's side: end with the web process, limit its own memory and time, decode, write
     one JSON line, then the samples as raw float32 (C order, ``(frames, channels)``) to stdout.
-    Arguments: ``root path deadline_s memory_mib parent_pid``."""
-    path, deadline_s, memory_mib, parent = sys.argv[-4], float(sys.argv[-3]), int(sys.argv[-2]), int(sys.argv[-1])
+    Arguments: ``root mode path deadline_s memory_mib parent_pid``, mode ``pyav`` or ``whole``
+    (see :func:`decode_in_child`)."""
+    mode, path = sys.argv[-5], sys.argv[-4]
+    deadline_s, memory_mib, parent = float(sys.argv[-3]), int(sys.argv[-2]), int(sys.argv[-1])
     # Killed with the web process (the thread that started it waits for it, so it is the process
     # that ends): children of a SIGKILLed app lived on for good, asleep, where a CPU-time limit
     # never fired (helper-117). And, whatever happens, ended a little after the deadline by an alarm.
     die_with_parent(parent)
     no_core_dumps()
     signal.alarm(int(deadline_s) + _ALARM_MARGIN_S)
+    # Writes to the stderr file past the limit fail (EFBIG) instead of ending the child.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_STDERR_FILE_LIMIT_BYTES, _STDERR_FILE_LIMIT_BYTES))
     import importlib
 
     import psutil
 
     importlib.import_module("av")  # mapped before the limit: FFmpeg's libraries take ~150 MiB of address space
 
-    from .prompt_audio import decode_with_pyav
+    from . import prompt_audio
 
     # Set here, not in the parent between fork and exec (preexec_fn is unsafe in a threaded
     # process); what the interpreter and its libraries already map is not counted against it.
@@ -237,7 +264,13 @@ def child_main() -> None:
 
     out = sys.stdout.buffer
     try:
-        data, rate, note, damaged_at_s = decode_with_pyav(path)
+        if mode == "whole":
+            prompt_audio.decode_here()
+            data, rate, note, cut = prompt_audio.decode_audio_file(path)
+            extra = {"cut": cut}
+        else:
+            data, rate, note, damaged_at_s = prompt_audio.decode_with_pyav(path)
+            extra = {"damaged_at_s": damaged_at_s}
     except InputError as e:
         reply, data = {"refused": str(e)}, None
     except MemoryError:  # PyAV's own (av.error.MemoryError, ENOMEM) is one too
@@ -246,7 +279,7 @@ def child_main() -> None:
         reply, data = {"failed": str(e)[:500]}, None
     else:
         data = np.ascontiguousarray(data, dtype=np.float32)
-        reply = {"shape": list(data.shape), "rate": int(rate), "note": note, "damaged_at_s": damaged_at_s}
+        reply = {"shape": list(data.shape), "rate": int(rate), "note": note, **extra}
     out.write(json.dumps(reply).encode() + b"\n")
     if data is not None:
         out.write(memoryview(data).cast("B"))
