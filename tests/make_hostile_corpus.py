@@ -56,12 +56,13 @@ def resample_to(samples: np.ndarray, sr: int, rate: int) -> np.ndarray:
 
 
 def encode(samples: np.ndarray, sr: int, path: Path, container: str, codec: str, rate: int | None = None,
-           video: bool = False) -> Path:
+           video: bool = False, metadata: dict[str, str] | None = None) -> Path:
     """Encode mono float32 samples with PyAV into ``path`` (optionally next to a small video
-    stream, as a phone's screen or camera recording has)."""
+    stream, as a phone's screen or camera recording has), with the container's ``metadata`` tags."""
     rate = rate or sr
     samples = resample_to(samples, sr, rate)
     with av.open(str(path), mode="w", format=container) as out:
+        out.metadata.update(metadata or {})
         vstream = _video_stream(out) if video else None
         stream = out.add_stream(codec, rate=rate)
         stream.layout = "mono"

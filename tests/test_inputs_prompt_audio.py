@@ -1123,6 +1123,19 @@ def test_tags_hidden_from_the_count_or_repeated_are_refused_without_a_log_flood(
     assert len(done.stderr.splitlines()) < 20, done.stderr[-2000:]
 
 
+def test_an_ogg_file_of_thousands_of_comments_is_refused_for_its_tags(speech, tmp_path):
+    """An Ogg Vorbis file of 200,000 comments held FFmpeg's join check past its 10 s deadline and
+    was refused as holding "millions of packets in other tracks" (helper-135). Its comments are
+    counted first, as a FLAC's are; a file with a few dozen is read."""
+    samples, sr = speech
+    many = audio_corpus.encode(samples, sr, tmp_path / "many.opus", "ogg", "libopus", rate=48000,
+                               metadata={f"NOTE{i}": "x" for i in range(2000)})
+    few = audio_corpus.encode(samples, sr, tmp_path / "few.opus", "ogg", "libopus", rate=48000,
+                              metadata={"TITLE": "take 3", "ARTIST": "me"})
+    _refused(many, "more than 1,000 tag entries (Vorbis comments)", "without its tags")
+    assert 4.0 < load_prompt_audio(str(few)).seconds < 6.0
+
+
 def test_damaged_mpeg_frames_do_not_flood_the_log(tmp_path):
     """libmpg123 writes lines for each damaged MPEG frame: a 576 KB upload of Layer I frames whose
     bit allocation overruns them, each followed by 4 junk bytes, wrote about 75,000 lines (4.4 MB)

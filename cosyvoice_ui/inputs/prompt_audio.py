@@ -522,6 +522,40 @@ def _check_flac_metadata(path: str) -> None:
         return
 
 
+# Where an Ogg stream's comment header starts: Vorbis I's header type 3, Opus's OpusTags.
+_OGG_COMMENT_MARKERS = (b"\x03vorbis", b"OpusTags")
+
+
+def _check_ogg_comments(path: str) -> None:
+    """Refuse an Ogg Vorbis or Opus file whose comment header holds more than
+    :data:`MAX_TAG_ENTRIES` comments (Vorbis I spec 5.2.1, RFC 7845 5.2: a vendor string, then the
+    32-bit little-endian count), looked for in the first 64 KB. FFmpeg's join check ran past its
+    10 s deadline on 200,000 comments, and the file was refused as holding "millions of packets in
+    other tracks" (helper-135). A count split across two Ogg pages is not read (it would be a page
+    header's bytes); the decoders then read the file as before.
+
+    Raises:
+        InputError: naming what the metadata holds and what to upload instead.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return
+    if not head.startswith(b"OggS"):
+        return
+    for marker in _OGG_COMMENT_MARKERS:
+        at = head.find(marker)
+        if at < 0:
+            continue
+        vendor_at = at + len(marker)
+        count_at = vendor_at + 4 + int.from_bytes(head[vendor_at:vendor_at + 4], "little")
+        if count_at + 4 <= len(head) and b"OggS" not in head[at:count_at + 4]:
+            if int.from_bytes(head[count_at:count_at + 4], "little") > MAX_TAG_ENTRIES:
+                raise _tags_refusal(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
+        return
+
+
 # WAVE format tags of MPEG audio (Microsoft's mmreg.h: WAVE_FORMAT_MPEG, WAVE_FORMAT_MPEGLAYER3),
 # which libsndfile decodes with libmpg123 inside a WAV, RF64 or Wave64 file (helper-138).
 _MPEG_WAVE_TAGS = frozenset({0x0050, 0x0055})
@@ -620,6 +654,7 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
     import soundfile as sf
 
     _check_flac_metadata(path)
+    _check_ogg_comments(path)
     _check_id3_tags(path)
     info = sf.info(path)
     if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
