@@ -95,13 +95,14 @@ def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, mon
             assert r.status == 200
             health = json.loads(r.read())
         assert health["ledger_write_errors"] == 1 and str(ledger) in health["ledger_error"], health
+        assert health["status"] == "degraded", health  # it said "ok" (helper-137)
         with urllib.request.urlopen(app.url + "metrics", timeout=10) as r:
             assert "cosyvoice_ui_ledger_write_errors_total 1.0" in r.read().decode()
         panel = status_markdown(client.predict(api_name="/status"), None, None)
         assert "ledger file cannot be written" in panel and str(tmp_path) not in panel, panel
         ledger.rmdir()
         client.predict(text="third one", api_name="/synthesize")
-        assert app.status()["ledger_error"] is None
+        assert app.status()["ledger_error"] is None and app.status()["status"] == "ok"
         assert [json.loads(line)["text_chars"] for line in ledger.read_text().splitlines()] == [len("third one")]
         assert "is writable again; 1 record(s) were not written" in app.log_path.read_text()
         # A second outage reports its own loss, not the running total (twenty-third newcomer session).
@@ -119,6 +120,7 @@ def test_unwritable_ledger_is_reported_in_healthz_metrics_and_page(tmp_path, mon
         time.sleep(1.0)
         health = app.status()
         assert health["gpu_log_write_errors"] > 0 and "Is a directory" in health["gpu_log_error"], health
+        assert health["status"] == "degraded", health
         with urllib.request.urlopen(app.url + "metrics", timeout=10) as r:
             assert "cosyvoice_ui_gpu_log_write_errors_total" in r.read().decode()
     finally:

@@ -470,6 +470,10 @@ class Handlers:
             status.update(self.temp_space.status())
             if status["temp_folder_error"]:  # uploads are refused: the service cannot clone voices
                 status["degraded"] = True
+        # Voices are still cloned, but records are being lost: a monitor reading only "status" saw "ok"
+        # (helper-137).
+        if status.get("ledger_error") or status.get("gpu_log_error"):
+            status["degraded"] = True
         if sample is not None:
             status["gpus"] = [
                 {"index": g.index, "name": g.name, "used_bytes": g.used_bytes, "total_bytes": g.total_bytes,
