@@ -131,6 +131,8 @@ def test_an_upload_still_arriving_does_not_hold_the_shutdown(tmp_path, monkeypat
         assert "timeout graceful shutdown exceeded" not in log and "Traceback" not in log, log[-3000:]
         assert "stopped: the worker has ended" in log.splitlines()[-1], log[-2000:]
         assert answer and answer[0].startswith(b"HTTP/1.1 503") and b"shutting down" in answer[0], answer
+        # Not "a client left in the middle of POST": the server ended it (helper-137).
+        assert "ended POST /gradio_api/upload, still arriving, at shutdown" in log and "client left" not in log, log
     finally:
         upload.close()
         app.stop()

@@ -7,7 +7,8 @@ leaves mid-upload), so a client repeating such a request could write megabytes o
 (second and third newcomer sessions). Here:
 
 - a client that leaves while sending its body (Starlette's ``ClientDisconnect``) is one line, at
-  most one a minute with a count (a flood of dropped uploads wrote a line each; helper-51);
+  most one a minute with a count (a flood of dropped uploads wrote a line each; helper-51); one
+  the shutdown ended (``guards/slow_clients.py``) says so;
 - a 4xx ``HTTPException`` raised after the response started (Gradio's result stream for an event
   id it no longer knows, which a client reading a result twice gets: the client was already sent
   the error) is one line, at most one a minute per method and status with a count; it logged a
@@ -29,6 +30,10 @@ from ..log_throttle import OncePerMinute, OncePerMinuteByKind, printable
 
 log = logging.getLogger(__name__)
 _client_left = OncePerMinute(log, logging.INFO, "a client left in the middle of %s %s")
+# Set in a request's scope by slow_clients when the shutdown ends a request still sending its body:
+# it was logged as a client that left (helper-137).
+CUT_AT_SHUTDOWN = "cosyvoice_ui.cut_at_shutdown"
+_cut_at_shutdown = OncePerMinute(log, logging.INFO, "ended %s %s, still arriving, at shutdown (answered 503)")
 # A result GET for an unknown event id, /queue/data for an unknown session: one line a minute per
 # method and status (a line each flooded the log; helper-56).
 _answered = OncePerMinuteByKind(log, logging.INFO, "answered %s %s with %d: %s")
@@ -61,7 +66,8 @@ class QuietRequestErrors:
         try:
             await self.app(scope, receive, send_tracking)
         except ClientDisconnect:
-            _client_left.note(scope.get("method"), printable(scope.get("path")))
+            (_cut_at_shutdown if scope.get(CUT_AT_SHUTDOWN) else _client_left).note(
+                scope.get("method"), printable(scope.get("path")))
         except Exception as e:  # noqa: BLE001 - logged here instead of by uvicorn
             client_error = _client_error(e)
             if client_error is not None:

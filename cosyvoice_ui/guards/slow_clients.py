@@ -42,8 +42,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import STOPPING_MESSAGE
 from ..log_throttle import OncePerMinute, OncePerMinuteByKind
+from .http_errors import CUT_AT_SHUTDOWN
 
 log = logging.getLogger(__name__)
+
 
 def _plain_response(status: bytes, body: bytes, headers: bytes = b"") -> bytes:
     """A whole HTTP/1.1 response with a text body that closes the connection, written to a
@@ -186,6 +188,8 @@ class DeadlineH11Protocol(H11Protocol):
         and the app sees its client gone (a partial upload is deleted, as for any disconnect)."""
         cycle = self.cycle
         if self.conn.their_state is h11.SEND_BODY and (cycle is None or not cycle.response_started):
+            if cycle is not None:  # for the log: the server ended it, the client did not leave
+                cycle.scope[CUT_AT_SHUTDOWN] = True
             self.transport.write(_STOPPING_RESPONSE)
             self.transport.close()
             return
