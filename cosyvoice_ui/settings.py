@@ -508,7 +508,7 @@ def _frame_ancestors(parser: argparse.ArgumentParser, value: str, from_env: dict
     warning: it brings back clickjacking (helper-99)."""
     sources = value.split()
     bad = next((t for t in sources if not _FRAME_SOURCE_RE.match(t) or t.lower() in ("self", "none")
-                or any(int(p) > 65535 for p in re.findall(r":(\d+)", t))), None) if value.isprintable() else value
+                or any(not 0 < int(p) <= 65535 for p in re.findall(r":(\d+)", t))), None) if value.isprintable() else value
     if not sources or bad is not None or ("'none'" in sources and len(sources) > 1):
         hint = (f" ({bad!r} is no source: write 'self' and 'none' with their quotes)"
                 if bad and bad.lower() in ("self", "none") else f" ({bad[:60]!r} is no source)" if bad else "")

@@ -78,6 +78,7 @@ from .conftest import ROOT, free_port
     # A query is no part of a CSP source: browsers drop it, and the Space could not frame the app (helper-103).
     (["--frame-ancestors", "https://huggingface.co/spaces/x?a=b"], "is no source"),
     (["--frame-ancestors", "'self' https://a.example:99999"], "is no source"),  # no such port (helper-105)
+    (["--frame-ancestors", "'self' https://a.example:0"], "is no source"),  # port 0 (helper-136)
     # "--forwarded-allow-ips $PROXY_IP" with the variable unset trusted no proxy, silently (helper-103).
     (["--forwarded-allow-ips="], "--forwarded-allow-ips '' has an empty entry"),
     (["--forwarded-allow-ips", "127.0.0.1, ,10.0.0.1"], "has an empty entry"),
