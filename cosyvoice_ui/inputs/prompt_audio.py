@@ -949,13 +949,13 @@ def load_prompt_audio(path: str) -> PromptAudio:
 
 def _decode_in_child(path: str, whole: bool = False) -> tuple[np.ndarray, int, str | None, float | str | None]:
     """:func:`.pyav_process.decode_in_child` (``whole`` passed on) with the deadline
-    :data:`MAX_PYAV_DECODE_S`, this
-    thread's decode slot (if it holds one) lent out while the child works, and taken back for the
-    samples it returns before the child's slot is freed: taken back after, any number of decoded
-    replies waited for a slot in the web process at once (16 clients of 119 s stereo files: peak
-    1.8 GiB against 1.35 before the lending; helper-125). Slots are taken in one order (a child's,
-    then the web process's), so no two threads wait on each other. A stop is checked inside,
-    once the child's slot comes. In the child itself (:func:`decode_here`), PyAV decodes here."""
+    :data:`MAX_PYAV_DECODE_S`, this thread's decode slot (if it holds one) lent out while the child
+    works, and taken back for the samples it returns before the child's slot is freed: taken back
+    after, any number of decoded replies waited for a slot in the web process at once (16 clients
+    of 119 s stereo files: peak 1.8 GiB against 1.35 before the lending; helper-125). Slots are
+    taken in one order (a child's, then the web process's), so no two threads wait on each other.
+    A stop is checked inside, once the child's slot comes. In the child itself
+    (:func:`decode_here`), PyAV decodes here."""
     if _in_decoder_child:
         try:
             return decode_with_pyav(path)
