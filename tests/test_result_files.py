@@ -45,6 +45,41 @@ def test_identical_results_replace_the_file_instead_of_rewriting_it(tmp_path):
         assert not [p for p in temp_dir.rglob(".partial-*")]
 
 
+def test_identical_results_saved_at_once_each_get_the_file(tmp_path):
+    """Two identical results saved at the same moment both renamed Gradio's ``audio.wav`` in their
+    folder; the second rename failed, and its client got "Could not postprocess output component
+    ... FileNotFoundError" with the server's path, while the ledger said ok (helper-143: 2 of 30
+    clients sending one text at once). Threads save one result 50 times over here."""
+    import threading
+
+    import numpy as np
+    from gradio import processing_utils
+
+    from cosyvoice_ui.ui import atomic_audio_cache
+
+    atomic_audio_cache.install()
+    samples = (np.sin(np.arange(16000) / 5) * 8000).astype(np.int16)
+    paths, errors = [], []
+    start = threading.Barrier(8)
+
+    def save() -> None:
+        start.wait()
+        for _ in range(50):
+            try:
+                paths.append(processing_utils.save_audio_to_cache(samples, 16000, "wav", str(tmp_path)))
+            except Exception as e:  # noqa: BLE001 - the failure is the point
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=save) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, (len(errors), errors[:2])
+    assert len(set(paths)) == 1 and len(paths) == 400
+    assert np.array_equal(sf.read(paths[0], dtype="int16")[0], samples)
+
+
 def test_identical_combined_stream_files_are_replaced_too(tmp_path):
     """The page's combined ``--stream`` file goes through Gradio's ``save_bytes_to_cache``, which
     names it after a hash of its bytes and rewrote it in place for an identical stream."""

@@ -18,7 +18,8 @@ pydub's (checked: a 1 s int16 result, 32,044 bytes, identical).
 Every result was downloaded as ``audio.wav`` (Gradio names the file so; the download takes the
 file's name), so a day's results in a Downloads folder were ``audio.wav``, ``audio (1).wav``, ...
 (helper-65). Gradio's file is renamed ``speech-<12 hex digits of its hash>.wav`` in its folder,
-and that name is the one the page and API give (and the one Gradio deletes at its end).
+and that name is the one the page and API give (and the one Gradio deletes at its end). Results
+are named one at a time: two identical ones renamed the same ``audio.wav`` (helper-143).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import errno
 import io
 import logging
 import os
+import threading
 import uuid
 
 from ..log_throttle import OncePerMinute
@@ -38,6 +40,12 @@ DISK_FULL_MESSAGE = ("The server's disk is full: your audio was made but could n
                      "Try again later; the server's operator has to free space in its temporary folder.")
 
 _installed = False
+# Identical results share Gradio's ``audio.wav`` in their folder until it is renamed: two written at
+# once renamed one file twice, and the second rename failed (FileNotFoundError), so one client got
+# "Could not postprocess output component" with the server's path while the ledger said ok
+# (helper-143: 2 of 30 clients sending one text). A result is written and renamed under this lock;
+# it takes milliseconds (a WAV from memory).
+_naming = threading.Lock()
 
 
 def _wav_bytes(sample_rate, data, to_int16) -> bytes:
@@ -117,10 +125,11 @@ def install() -> None:
 
     def save_audio_to_cache(data, sample_rate, format, cache_dir):
         # Gradio's folder is named after a hash of the samples: its start names the download.
-        path = save_audio(data, sample_rate, format, cache_dir)
-        folder, name = os.path.split(path)
-        named = os.path.join(folder, f"speech-{os.path.basename(folder)[:12]}{os.path.splitext(name)[1]}")
-        os.replace(path, named)  # atomic: a reader of an identical earlier result keeps its file
+        with _naming:
+            path = save_audio(data, sample_rate, format, cache_dir)
+            folder, name = os.path.split(path)
+            named = os.path.join(folder, f"speech-{os.path.basename(folder)[:12]}{os.path.splitext(name)[1]}")
+            os.replace(path, named)  # atomic: a reader of an identical earlier result keeps its file
         return named
 
     processing_utils.audio_to_file = audio_to_file
