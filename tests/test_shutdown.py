@@ -96,15 +96,19 @@ def test_an_upload_still_arriving_does_not_hold_the_shutdown(tmp_path, monkeypat
     """An upload whose body was still arriving (1 KB every 0.5 s) held an idle app's exit for
     uvicorn's whole graceful timeout, then was cancelled with a CancelledError traceback in the
     log; its client got a broken pipe (helper-137). It is now ended with the drain's 503, and the
-    log ends with the "stopped" line and no traceback."""
+    log ends with the "stopped" line and no traceback. So does the upload's progress stream, which
+    the page holds open beside it: it waited for the upload the shutdown had ended (helper-143)."""
     import socket
 
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     app = RunningApp("--engine", "tests.fault_engines:FaultEngine")
     try:
         app.wait_healthy()
+        progress = socket.create_connection(("127.0.0.1", app.port))
+        progress.sendall(b"GET /gradio_api/upload_progress?upload_id=up1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+                         % app.port)
         upload = socket.create_connection(("127.0.0.1", app.port))
-        upload.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+        upload.sendall(b"POST /gradio_api/upload?upload_id=up1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                        b"Content-Type: multipart/form-data; boundary=XX\r\nContent-Length: 10000000\r\n\r\n"
                        b'--XX\r\nContent-Disposition: form-data; name="files"; filename="a.wav"\r\n\r\n' % app.port)
         answer = []
@@ -125,9 +129,12 @@ def test_an_upload_still_arriving_does_not_hold_the_shutdown(tmp_path, monkeypat
         sender.start()
         time.sleep(2.0)
         app.proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
         app.proc.wait(timeout=30)
+        exit_s = time.monotonic() - signalled
         sender.join(10)
         log = app.log_path.read_text()
+        assert exit_s < 4.5, exit_s  # uvicorn's graceful timeout is 5 s
         assert "timeout graceful shutdown exceeded" not in log and "Traceback" not in log, log[-3000:]
         assert "stopped: the worker has ended" in log.splitlines()[-1], log[-2000:]
         assert answer and answer[0].startswith(b"HTTP/1.1 503") and b"shutting down" in answer[0], answer
@@ -135,6 +142,7 @@ def test_an_upload_still_arriving_does_not_hold_the_shutdown(tmp_path, monkeypat
         assert "ended POST /gradio_api/upload, still arriving, at shutdown" in log and "client left" not in log, log
     finally:
         upload.close()
+        progress.close()
         app.stop()
 
 

@@ -185,12 +185,19 @@ class DeadlineH11Protocol(H11Protocol):
         upload): it held an idle app's exit for the whole graceful timeout (5 s), then was
         cancelled with a 145-line ``CancelledError`` traceback in the log (helper-137). It cannot be
         answered before its body ends, so it is ended now with a 503 (if the client still reads),
-        and the app sees its client gone (a partial upload is deleted, as for any disconnect)."""
+        and the app sees its client gone (a partial upload is deleted, as for any disconnect). An
+        upload's progress stream (Gradio's ``upload_progress``, which the page holds open beside the
+        upload) is closed too: it waited for the upload ended here, and held the exit the same way
+        (helper-143)."""
         cycle = self.cycle
         if self.conn.their_state is h11.SEND_BODY and (cycle is None or not cycle.response_started):
             if cycle is not None:  # for the log: the server ended it, the client did not leave
                 cycle.scope[CUT_AT_SHUTDOWN] = True
             self.transport.write(_STOPPING_RESPONSE)
+            self.transport.close()
+            return
+        if cycle is not None and not cycle.response_complete and cycle.scope.get("path", "").endswith(
+                "/upload_progress"):
             self.transport.close()
             return
         super().shutdown()
