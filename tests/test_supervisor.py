@@ -951,6 +951,27 @@ def test_restart_joined_to_a_reload_says_when_the_app_stops_meanwhile(tmp_path, 
     assert report.new_pid is None and "shutting down" in report.error, report
 
 
+def test_restart_joined_to_a_reload_names_a_worker_that_died_loading(tmp_path, monkeypatch):
+    """A Restart that joined the reload after an idle unload, whose first new worker died while
+    loading, reported only the load's whole time (17.4 s as if slow; helper-143): a Restart's own
+    report names such a worker (helper-63), and so does this one now."""
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
+    try:
+        assert sup.wait_ready(60)
+        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+        (tmp_path / "load_s").write_text("3")
+        sup.submit(SynthesisRequest(text="wake up"))
+        _wait_until(lambda: sup.status()["state"] == "loading" and sup.worker_pid is not None, 10)
+        joined = sup.restart(wait=False)
+        os.kill(sup.worker_pid, signal.SIGKILL)
+        report = joined.result(timeout=60)
+    finally:
+        sup.stop(grace_s=1)
+    assert report.error is None and report.failed_load_attempts == (
+        "The worker exited while loading the model (exit code -9)",), report
+
+
 def test_a_load_failure_is_read_even_when_the_worker_exits_at_once(tmp_path):
     """A worker that sends LoadFailed and exits between a read that timed out and the liveness
     check was logged as "exited while loading (exit code 0)" and started again: every time, for

@@ -1150,7 +1150,9 @@ class Supervisor:
                     reason="user", old_pid=None, new_pid=w.process.pid if ok else None,
                     duration_s=time.monotonic() - t0, memory_before=None, memory_after=w.memory if ok else None,
                     error=None if ok else ("The application is shutting down; the model was not loaded."
-                                           if self._stopping else (self._last_error or "The model could not be loaded.")))
+                                           if self._stopping else (self._last_error or "The model could not be loaded.")),
+                    # A worker that hung or crashed while loading made the load look slow (helper-143).
+                    failed_load_attempts=tuple(self._failed_load_attempts) if ok else ())
                 if joiners:
                     self._last_restart = report
         if joiners:
