@@ -1140,24 +1140,33 @@ def test_damaged_mpeg_frames_do_not_flood_the_log(tmp_path):
     """libmpg123 writes lines for each damaged MPEG frame: a 576 KB upload of Layer I frames whose
     bit allocation overruns them, each followed by 4 junk bytes, wrote about 75,000 lines (4.4 MB)
     to the web process's stderr (helper-140). MPEG is decoded in a child whose stderr goes to a
-    file: the web process writes nothing, and the file gets an answer."""
+    file: the web process writes nothing, and the file gets an answer. The same frames in a WAV
+    whose MPEG format chunk only libsndfile's walk finds (past a ``fact`` chunk of size 0, of which
+    libsndfile reads 4 bytes anyway) wrote 74,997 lines (helper-142)."""
+    import struct
     import subprocess
     import sys
 
     from .conftest import ROOT
 
     plain = b"\xff\xff\x14\x00" + b"\xee" * 28  # MPEG-1 Layer I, 48 kHz stereo, bit allocation past the frame
+    frames = plain * 8 + (plain + b"junk") * 4000
     for name in ("damaged.mp3", "damaged.bin"):  # named MP3 or not: libsndfile hands both to libmpg123
-        (tmp_path / name).write_bytes(plain * 8 + (plain + b"junk") * 4000)
+        (tmp_path / name).write_bytes(frames)
+    fmt = struct.pack("<HHIIHH", 0x55, 2, 48000, 16000, 1, 0) + struct.pack("<HHIHHH", 12, 1, 2, 417, 1, 1393)
+    chunks = (b"fact" + struct.pack("<I", 0) + b"JUNK"  # JUNK's size, for a walk by declared sizes: b"fmt "
+              + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(frames)) + frames)
+    (tmp_path / "hidden.wav").write_bytes(b"RIFF" + struct.pack("<I", 4 + len(chunks)) + b"WAVE" + chunks)
     code = ("import sys; from cosyvoice_ui.inputs.prompt_audio import load_prompt_audio\n"
             "from cosyvoice_ui.errors import InputError\n"
             "for path in sys.argv[1:]:\n"
             "    try: print(round(load_prompt_audio(path).seconds, 1), flush=True)\n"
             "    except InputError as e: print(e, flush=True)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "damaged.mp3"), str(tmp_path / "damaged.bin")],
+    names = ("damaged.mp3", "damaged.bin", "hidden.wav")
+    done = subprocess.run([sys.executable, "-c", code, *(str(tmp_path / n) for n in names)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert len(done.stdout.strip().splitlines()) == 2, done.stdout
+    assert len(done.stdout.strip().splitlines()) == 3, done.stdout
     assert len(done.stderr.splitlines()) < 20, (len(done.stderr.splitlines()), done.stderr[-2000:])
 
 
@@ -1355,6 +1364,11 @@ def test_a_decode_past_its_time_is_stopped_with_a_message(tmp_path, monkeypatch)
     monkeypatch.setattr(prompt_audio, "MAX_PYAV_DECODE_S", 0.0)
     with pytest.raises(InputError, match="took more than 0 s to decode"):
         load_prompt_audio(str(good))
+    # Read as MP3 by its name: a 20 MB AVI named .mp3 took libmpg123 15 s, and was told of "millions
+    # of packets in other tracks" (helper-142).
+    (tmp_path / "speech.mp3").write_bytes(good.read_bytes())
+    with pytest.raises(InputError, match="took more than 0 s to decode .* It was read as MP3, as its name or"):
+        load_prompt_audio(str(tmp_path / "speech.mp3"))
 
 
 def test_speech_recorded_too_quietly_is_called_quiet_with_its_levels(tmp_path):

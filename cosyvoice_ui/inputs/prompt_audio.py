@@ -559,20 +559,28 @@ def _check_ogg_comments(path: str) -> None:
 # WAVE format tags of MPEG audio (Microsoft's mmreg.h: WAVE_FORMAT_MPEG, WAVE_FORMAT_MPEGLAYER3),
 # which libsndfile decodes with libmpg123 inside a WAV, RF64 or Wave64 file (helper-138).
 _MPEG_WAVE_TAGS = frozenset({0x0050, 0x0055})
+_SKIPPED_BY_SIZE = frozenset({b"JUNK", b"PAD "})  # libsndfile 1.2's wav.c: skipped by exactly their size
 
 
 def _read_by_libmpg123(f) -> bool:
     """Whether libsndfile 1.2 may hand the file ``f`` (opened binary) to libmpg123: one starting
     with an ID3v2 tag or an MPEG audio frame's sync bits, or a WAV-family file whose ``fmt `` chunk
     (found by :func:`_wav_chunks`) has an MPEG format tag, or more chunks than the walk reads
-    (libsndfile reads on). A name ending in ``.mp3`` is the caller's test: libsndfile then reads
-    any content as MPEG."""
+    (libsndfile reads on). In a RIFF or RIFX file, a chunk before ``fmt `` other than an even-sized
+    ``JUNK`` or ``PAD `` (which libsndfile skips by their declared size, as the walk does) counts as
+    MPEG too: libsndfile reads 4 bytes of a ``fact`` chunk of size 0, and its walk then found an
+    MPEG format chunk that this one never reached (helper-142). RF64 and Wave64 files with an MPEG
+    tag are refused by libsndfile (helper-142). A name ending in ``.mp3`` is the caller's test:
+    libsndfile then reads any content as MPEG."""
     f.seek(0)
-    head = f.read(3)
-    if head == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
+    head = f.read(4)
+    if head[:3] == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
         return True
-    for kind, data_at, _, order in _wav_chunks(f):
+    riff = head in (b"RIFF", b"RIFX")
+    for kind, data_at, size, order in _wav_chunks(f):
         if kind == _TOO_MANY_CHUNKS:
+            return True
+        if riff and kind != b"fmt " and (kind not in _SKIPPED_BY_SIZE or size & 1):
             return True
         if kind == b"fmt ":
             f.seek(data_at)
@@ -581,7 +589,7 @@ def _read_by_libmpg123(f) -> bool:
             if tag == 0xFFFE:  # WAVE_FORMAT_EXTENSIBLE: the subformat GUID starts with the tag
                 tag = int.from_bytes(body[24:26], "little")
             return tag in _MPEG_WAVE_TAGS
-    return False
+    return riff  # no format chunk found: libsndfile's walk may find one
 
 
 def _read_by_libmpg123_path(path: str) -> bool:

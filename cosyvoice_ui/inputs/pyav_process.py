@@ -133,7 +133,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
                 if before_slot_freed is not None:
                     before_slot_freed()
     except subprocess.TimeoutExpired:
-        raise _took_too_long(deadline_s) from None
+        raise _took_too_long(deadline_s, whole) from None
     except OSError as e:
         raise BusyError(f"The server could not start its audio decoder just now ({e.strerror or e}). Send the "
                         "request again in a minute, or upload the prompt as WAV or FLAC, which is read without it.") \
@@ -146,7 +146,7 @@ def decode_in_child(path: str, deadline_s: float, memory_mib: int | None = None,
         reply = None
     if not isinstance(reply, dict):
         if done.returncode == -signal.SIGALRM or time.monotonic() - started > deadline_s:
-            raise _took_too_long(deadline_s)
+            raise _took_too_long(deadline_s, whole)
         how = (f"was stopped by {signal.Signals(-done.returncode).name}" if done.returncode < 0
                else f"ended with status {done.returncode}")
         decoder = "the MP3 decoder (libmpg123 or FFmpeg)" if whole else "FFmpeg"
@@ -226,7 +226,15 @@ def too_much_memory(memory_mib: int) -> DecoderLimit:
                         "Export the recording again as WAV, FLAC or MP3.")
 
 
-def _took_too_long(deadline_s: float) -> InputError:
+def _took_too_long(deadline_s: float, whole: bool = False) -> InputError:
+    if whole:
+        # A 20 MB AVI named .mp3 was scanned by libmpg123 for 15 s, and was told of "millions of
+        # packets in other tracks" (helper-142).
+        return DecoderLimit(
+            f"The prompt audio file took more than {deadline_s:.0f} s to decode (a recording takes well under one). "
+            "It was read as MP3, as its name or first bytes say: a file of another kind named .mp3 is scanned "
+            "slowly, frame by frame, and so is one that holds far more than its sound. Name the file for its own "
+            "format (.wav, .m4a, ...), or export the recording again as WAV, FLAC or MP3.")
     return DecoderLimit(
         f"The prompt audio file took more than {deadline_s:.0f} s to decode (a recording takes well under one): it "
         "holds far more than its sound, such as millions of packets in other tracks. Export the recording again as "
