@@ -58,6 +58,21 @@ def test_refuses_with_needed_and_available():
     assert "needs about 210 MiB" in message and "15 MiB is available" in message
 
 
+def test_the_default_line_is_not_enforced_while_memory_is_free():
+    """The default line asks 592 MiB for one short sentence; the embedded voice adds 20-70 MiB. With
+    less free, every request was refused (or cut into 20-character segments), and a refused request
+    adds no record, so nothing was ever learned (helper-141). Until a line is fitted, a request runs
+    as it is while any memory is free; with none free, it is refused."""
+    text = ("A sentence of about forty characters here.",)
+    decision = Admission(Ledger(), lambda: 300 * MIB).check(text)
+    assert decision.segments == text and decision.resplit_to_chars is None, decision
+    with pytest.raises(AdmissionError):
+        Admission(Ledger(), lambda: -MIB).check(text)
+    fitted = _admission(15)  # five records: the fitted line is enforced
+    with pytest.raises(AdmissionError):
+        fitted.check(("x" * 200,))
+
+
 def test_one_record_far_above_the_rest_does_not_refuse_every_request():
     """One "ok" record of 20 GiB among 98 (a line copied into --ledger, or a one-off spike) padded
     every prediction: every request was refused, for good, as refusals add no records (helper-111).

@@ -5,7 +5,10 @@ held (``peak - memory before``: torch peak allocated on CUDA, RSS on the CPU). P
 memory grows with the longest segment the model sees, so a least-squares line
 ``extra_bytes = a + b * max_segment_chars`` is fitted to the last records of this engine and
 device, refreshed as records arrive. Until there are :data:`MIN_RECORDS` records a conservative
-default line is used. The prediction adds the fit's largest under-estimate seen so far; from
+default line is used, but not enforced: a request it would refuse or re-split runs as it is while
+any memory is free, or nothing would ever be learned (the embedded voice adds 20-70 MiB, the
+default line asks 592 MiB for one short sentence, and on a small machine every request was
+refused, for good, or cut into 20-character segments; helper-141). The prediction adds the fit's largest under-estimate seen so far; from
 :data:`MIN_RECORDS_TO_SET_ONE_ASIDE` records on, the single largest is set aside (the second
 largest counts). One record far above the rest (a one-off spike, or a line copied from another
 machine into ``--ledger``) otherwise padded every prediction: every request was refused, and a
@@ -44,6 +47,7 @@ class PeakFit:
     slope_bytes_per_char: float
     margin_bytes: float  # largest under-prediction on the fitted records (second largest from 10 on)
     records: int
+    prior: bool = False  # the default line: too few records (or lengths) to fit one
 
     def predict(self, max_segment_chars: int) -> int:
         return int(max(0.0, self.intercept_bytes + self.slope_bytes_per_char * max_segment_chars) + self.margin_bytes)
@@ -53,7 +57,7 @@ def fit_peak(records: list[LedgerRecord], last: int = 200) -> PeakFit:
     """Fit ``extra = a + b * chars`` to the last ``last`` usable records (see module doc)."""
     pts = [(r.max_segment_chars, e) for r in records[-last:] if (e := extra_bytes(r)) is not None]
     if len(pts) < MIN_RECORDS or len({c for c, _ in pts}) < 2:
-        return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts))
+        return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts), prior=True)
     x = np.array([c for c, _ in pts], dtype=float)
     y = np.array([e for _, e in pts], dtype=float)
     try:
@@ -62,7 +66,7 @@ def fit_peak(records: list[LedgerRecord], last: int = 200) -> PeakFit:
     except (np.linalg.LinAlgError, ValueError):
         slope = intercept = float("nan")
     if not (math.isfinite(slope) and math.isfinite(intercept)):  # no line through these points: the safe prior
-        return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts))
+        return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts), prior=True)
     slope = max(slope, 0.0)  # memory does not shrink with longer text
     # The line stays fitted to every point (a spike pulls it up a little); only the pad sets one aside.
     residuals = np.sort(y - (intercept + slope * x))
@@ -100,12 +104,14 @@ class Admission:
         return fit_peak(self.ledger.records())
 
     def check(self, segments: tuple[str, ...]) -> Decision:
-        """Admit as is, admit re-split into shorter segments, or raise :class:`AdmissionError`."""
+        """Admit as is, admit re-split into shorter segments, or raise :class:`AdmissionError`. On the
+        default line (:attr:`PeakFit.prior`), admit as is while any memory is available (see the
+        module docstring)."""
         fit = self.fit()
         available = self.available_bytes()
         longest = max(spoken_chars(s) for s in segments)
         predicted = fit.predict(longest)
-        if available is None or predicted <= available:
+        if available is None or predicted <= available or (fit.prior and available > 0):
             return Decision(segments, predicted, available if available is not None else -1)
         limit = longest
         while limit > MIN_SEGMENT_CHARS:
