@@ -657,6 +657,23 @@ def test_a_number_spelled_digit_by_digit_gets_a_note():
     assert not any("digit at a time" in n for n in notes), notes
 
 
+def test_an_amount_of_money_too_long_to_be_read_as_one_is_refused_with_words_to_use():
+    """"$36,000,000,000,000" was read "3 dollars 6 0 0 0 ...", with only the digit-at-a-time note
+    (helper-141). Refused, naming the amount and how to write it; 12 digits are read as amounts."""
+    from cosyvoice_ui.engines import engine_capabilities
+    from cosyvoice_ui.errors import InputError
+    from cosyvoice_ui.inputs.request import build_request
+
+    for typed, shown in (("The debt is $36,000,000,000,000 today.", "$36,000,000,000,000"),
+                         ("about € 1234567890123", "€1234567890123")):
+        with pytest.raises(InputError, match="amount of money of 13 or more digits") as e:
+            build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
+                          capabilities=engine_capabilities("embedded"))
+        assert f"({shown})" in str(e.value) and "36 trillion dollars" in str(e.value), str(e.value)
+    build_request("It costs $123,456,789,012 and id 1234567890123.", None, None, None, 1.0, -1,
+                  max_text_chars=2000, capabilities=engine_capabilities("embedded"))
+
+
 def test_the_over_limit_message_says_markup_and_emoji_were_not_counted():
     """"The text is 2399 characters long" for 2600 typed, with emoji (helper-62)."""
     from cosyvoice_ui.engines import engine_capabilities

@@ -12,7 +12,7 @@ from ..errors import InputError
 from .markup import remove_markup, strip_control_markers
 from .prompt_audio import load_prompt_audio, resample
 from .segments import split_text
-from .text import RAW_TEXT_FACTOR, clean_text, long_codes, spelled_numbers, validate_text
+from .text import RAW_TEXT_FACTOR, clean_text, long_amounts, long_codes, spelled_numbers, validate_text
 
 MAX_INSTRUCTION_CHARS = 200
 MAX_PROMPT_TEXT_CHARS = 500
@@ -74,6 +74,10 @@ def build_request(
             raise InputError(f"The text is only {_kinds_removed(markup).lower()} ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
     clean = validate_text(text, max_text_chars, capabilities.languages, typed_chars=typed_chars)
+    if amounts := long_amounts(text):
+        raise InputError(f"The text has an amount of money of 13 or more digits ({amounts[0][:40]}): numbers that "
+                         "long are read one digit at a time, and the currency with the first digit (\"3 dollars 6 0 "
+                         "0 ...\"). Write it in words, such as \"36 trillion dollars\".")
     # Again on the cleaned text: a marker disguised (full-width, entity-encoded, nested, a NUL or
     # soft hyphen inside) comes out whole only now (helper-61).
     clean, markers = strip_control_markers(clean)

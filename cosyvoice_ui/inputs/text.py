@@ -263,6 +263,18 @@ def spell_long_digit_runs(text: str) -> str:
     return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group().replace(",", "")), text)
 
 
+def long_amounts(text: str) -> list[str]:
+    """The amounts of money in ``text`` whose number :func:`spell_long_digit_runs` would spell one
+    digit at a time: a currency sign (Unicode category Sc) before a run of 13 or more digits.
+    "$36,000,000,000,000" was read "3 dollars 6 0 0 0 ..." (helper-141)."""
+    found = []
+    for m in _LONG_DIGIT_RUN.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before and unicodedata.category(before[-1]) == "Sc":
+            found.append(before[-1] + m.group())
+    return found
+
+
 _ARABIC_NUMBER_SEPARATORS = {"\u066b": ".", "\u066c": ","}  # ARABIC DECIMAL / THOUSANDS SEPARATOR
 _WORD_APOSTROPHE = re.compile(r"(?<=[^\W\d_])[\u02bc\u02b9`](?=[^\W\d_])")  # ʼ ʹ ` between letters
 
