@@ -1211,6 +1211,13 @@ def test_a_wav_upload_does_not_wait_behind_files_ffmpeg_is_slow_to_decode(tmp_pa
             time.sleep(0.02)
         prompt = load_prompt_audio(str(PROMPTS_DIR / "xtts_male.wav"))
         assert prompt.seconds > 3
+        # A broadcast WAV (a field recorder's: "bext" before "fmt ") too: a first guard against MPEG
+        # hidden in a WAV sent it to a child, and it waited 20.7 s behind MP3 uploads (helper-144).
+        plain = (PROMPTS_DIR / "xtts_male.wav").read_bytes()
+        bext = b"bext" + (602).to_bytes(4, "little") + bytes(602)
+        (tmp_path / "broadcast.wav").write_bytes(
+            b"RIFF" + (len(plain) - 8 + len(bext)).to_bytes(4, "little") + b"WAVE" + bext + plain[12:])
+        assert load_prompt_audio(str(tmp_path / "broadcast.wav")).seconds == pytest.approx(prompt.seconds, abs=0.01)
         assert all(thread.is_alive() for thread in threads), "the WAV waited for a slow decode to end"
     finally:
         for thread in threads:
