@@ -524,35 +524,56 @@ def _check_flac_metadata(path: str) -> None:
 
 # Where an Ogg stream's comment header starts: Vorbis I's header type 3, Opus's OpusTags.
 _OGG_COMMENT_MARKERS = (b"\x03vorbis", b"OpusTags")
+_OGG_HEAD_BYTES = 1024 * 1024  # a vendor string is a few dozen bytes ("Lavf60.3.100")
+
+
+def _ogg_packet_bytes(head: bytes) -> bytes:
+    """The packet data of the first logical stream in ``head`` (the start of an Ogg file): page
+    bodies joined, page headers dropped (RFC 3533: a 27-byte header, a segment table, the body)."""
+    out, pos, serial = bytearray(), 0, None
+    while pos + 27 <= len(head) and head[pos:pos + 4] == b"OggS":
+        segments = head[pos + 26]
+        body_at = pos + 27 + segments
+        body_end = body_at + sum(head[pos + 27:body_at])
+        serial = serial or head[pos + 14:pos + 18]
+        if head[pos + 14:pos + 18] == serial:
+            out += head[body_at:body_end]
+        pos = body_end
+    return bytes(out)
 
 
 def _check_ogg_comments(path: str) -> None:
     """Refuse an Ogg Vorbis or Opus file whose comment header holds more than
     :data:`MAX_TAG_ENTRIES` comments (Vorbis I spec 5.2.1, RFC 7845 5.2: a vendor string, then the
-    32-bit little-endian count), looked for in the first 64 KB. FFmpeg's join check ran past its
-    10 s deadline on 200,000 comments, and the file was refused as holding "millions of packets in
-    other tracks" (helper-135). A count split across two Ogg pages is not read (it would be a page
-    header's bytes); the decoders then read the file as before.
+    32-bit little-endian count), or whose count lies past the first MiB (a vendor string that
+    long). FFmpeg's join check ran past its 10 s deadline on 200,000 comments, and the file was
+    refused as holding "millions of packets in other tracks" (helper-135). The count is read from
+    the stream's packet data, across pages: read from the raw bytes, it was skipped when the
+    vendor string held "OggS" or ran past 64 KB (helper-144).
 
     Raises:
         InputError: naming what the metadata holds and what to upload instead.
     """
     try:
         with open(path, "rb") as f:
-            head = f.read(65536)
+            head = f.read(_OGG_HEAD_BYTES)
     except OSError:
         return
     if not head.startswith(b"OggS"):
         return
+    packets = _ogg_packet_bytes(head)
     for marker in _OGG_COMMENT_MARKERS:
-        at = head.find(marker)
+        at = packets.find(marker)
         if at < 0:
             continue
         vendor_at = at + len(marker)
-        count_at = vendor_at + 4 + int.from_bytes(head[vendor_at:vendor_at + 4], "little")
-        if count_at + 4 <= len(head) and b"OggS" not in head[at:count_at + 4]:
-            if int.from_bytes(head[count_at:count_at + 4], "little") > MAX_TAG_ENTRIES:
-                raise _tags_refusal(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
+        count_at = vendor_at + 4 + int.from_bytes(packets[vendor_at:vendor_at + 4], "little")
+        if count_at + 4 > len(packets):
+            if len(head) == _OGG_HEAD_BYTES:  # the file goes on: a vendor string longer than any encoder's
+                raise _tags_refusal("a comment header whose vendor string runs past the first MiB")
+            return
+        if int.from_bytes(packets[count_at:count_at + 4], "little") > MAX_TAG_ENTRIES:
+            raise _tags_refusal(f"more than {MAX_TAG_ENTRIES:,} tag entries (Vorbis comments)")
         return
 
 
