@@ -71,6 +71,15 @@ def test_the_default_line_is_not_enforced_while_memory_is_free():
     fitted = _admission(15)  # five records: the fitted line is enforced
     with pytest.raises(AdmissionError):
         fitted.check(("x" * 200,))
+    # Records of one length only (an uptime probe's sentence) kept the default line, so admission
+    # was never enforced again (helper-144): the default slope goes through what was measured.
+    probe = Ledger()
+    for _ in range(500):
+        probe.add(record(42, 30 * MIB))
+    fit = Admission(probe, lambda: None).fit()
+    assert not fit.prior and fit.predict(42) == 30 * MIB, fit
+    decision = Admission(probe, lambda: 50 * MIB).check(("x" * 190 + ".",))  # 626 MiB predicted as is
+    assert decision.resplit_to_chars is not None and decision.predicted_peak_bytes <= 50 * MIB, decision
 
 
 def test_one_record_far_above_the_rest_does_not_refuse_every_request():

@@ -56,15 +56,20 @@ class PeakFit:
 def fit_peak(records: list[LedgerRecord], last: int = 200) -> PeakFit:
     """Fit ``extra = a + b * chars`` to the last ``last`` usable records (see module doc)."""
     pts = [(r.max_segment_chars, e) for r in records[-last:] if (e := extra_bytes(r)) is not None]
-    if len(pts) < MIN_RECORDS or len({c for c, _ in pts}) < 2:
+    if len(pts) < MIN_RECORDS:
         return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts), prior=True)
     x = np.array([c for c, _ in pts], dtype=float)
     y = np.array([e for _, e in pts], dtype=float)
-    try:
-        with np.errstate(all="ignore"):
-            slope, intercept = np.polyfit(x, y, 1)
-    except (np.linalg.LinAlgError, ValueError):
-        slope = intercept = float("nan")
+    if len(set(x)) < 2:
+        # One length only (an uptime probe's sentence): no slope to fit, so the default one through
+        # what was measured. Kept on the default line, admission was never enforced (helper-144).
+        slope, intercept = DEFAULT_SLOPE_BYTES_PER_CHAR, float(np.mean(y)) - DEFAULT_SLOPE_BYTES_PER_CHAR * x[0]
+    else:
+        try:
+            with np.errstate(all="ignore"):
+                slope, intercept = np.polyfit(x, y, 1)
+        except (np.linalg.LinAlgError, ValueError):
+            slope = intercept = float("nan")
     if not (math.isfinite(slope) and math.isfinite(intercept)):  # no line through these points: the safe prior
         return PeakFit(DEFAULT_INTERCEPT_BYTES, DEFAULT_SLOPE_BYTES_PER_CHAR, 0.0, len(pts), prior=True)
     slope = max(slope, 0.0)  # memory does not shrink with longer text
