@@ -664,8 +664,11 @@ def test_an_amount_of_money_too_long_to_be_read_as_one_is_refused_with_words_to_
     from cosyvoice_ui.errors import InputError
     from cosyvoice_ui.inputs.request import build_request
 
-    for typed, shown in (("The debt is $36,000,000,000,000 today.", "$36,000,000,000,000"),
-                         ("about € 1234567890123", "€1234567890123")):
+    for typed, shown in (("The debt is $36,000,000,000,000 today.", "$36000000000000"),
+                         ("about € 1234567890123", "€1234567890123"),
+                         # Full-width, and the sign after the number (helper-144).
+                         ("＄３６，０００，０００，０００，０００", "$36000000000000"),
+                         ("36000000000000€ in all", "36000000000000€")):
         with pytest.raises(InputError, match="amount of money of 13 or more digits") as e:
             build_request(typed, None, None, None, 1.0, -1, max_text_chars=2000,
                           capabilities=engine_capabilities("embedded"))

@@ -74,7 +74,7 @@ def build_request(
             raise InputError(f"The text is only {_kinds_removed(markup).lower()} ({_listed(markup)}), with no words to speak. "
                              f"Type or paste the words themselves.")
     clean = validate_text(text, max_text_chars, capabilities.languages, typed_chars=typed_chars)
-    if amounts := long_amounts(text):
+    if amounts := long_amounts(clean):
         raise InputError(f"The text has an amount of money of 13 or more digits ({amounts[0][:40]}): numbers that "
                          "long are read one digit at a time, and the currency with the first digit (\"3 dollars 6 0 "
                          "0 ...\"). Write it in words, such as \"36 trillion dollars\".")

@@ -263,15 +263,20 @@ def spell_long_digit_runs(text: str) -> str:
     return _LONG_DIGIT_RUN.sub(lambda m: " ".join(m.group().replace(",", "")), text)
 
 
-def long_amounts(text: str) -> list[str]:
-    """The amounts of money in ``text`` whose number :func:`spell_long_digit_runs` would spell one
-    digit at a time: a currency sign (Unicode category Sc) before a run of 13 or more digits.
-    "$36,000,000,000,000" was read "3 dollars 6 0 0 0 ..." (helper-141)."""
+def long_amounts(cleaned: str) -> list[str]:
+    """The amounts of money in ``cleaned`` (:func:`clean_text`'s output) whose number was spelled
+    one digit at a time (:func:`spell_long_digit_runs`): a currency sign (Unicode category Sc)
+    before or after a run of 13 or more digits, as ``"$36000000000000"``. "$36,000,000,000,000"
+    was read "3 dollars 6 0 0 0 ..." (helper-141); read from the cleaned text, full-width digits
+    and a sign after the number count too (helper-144)."""
     found = []
-    for m in _LONG_DIGIT_RUN.finditer(text):
-        before = text[:m.start()].rstrip()
-        if before and unicodedata.category(before[-1]) == "Sc":
-            found.append(before[-1] + m.group())
+    for m in _SPELLED_DIGITS.finditer(cleaned):
+        before, after = cleaned[:m.start()].rstrip()[-1:], cleaned[m.end():].lstrip()[:1]
+        digits = m.group().replace(" ", "")
+        if before and unicodedata.category(before) == "Sc":
+            found.append(before + digits)
+        elif after and unicodedata.category(after) == "Sc":
+            found.append(digits + after)
     return found
 
 
