@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import STOPPING_MESSAGE, BusyError, InputError, ServiceStopping
 from ..glibc_heap import return_freed_heap
-from .pyav_process import DecoderLimit, decode_in_child, too_much_memory
+from .pyav_process import DECODE_MEMORY_MIB, DecoderLimit, decode_in_child, too_much_memory
 
 # 24 kHz is CosyVoice 2/3's output rate and keeps the band up to 12 kHz that timbre lives in;
 # 16 kHz (the speech tokenizer's rate) would cut it at 8 kHz.
@@ -556,10 +556,10 @@ def _check_ogg_comments(path: str) -> None:
     """
     try:
         with open(path, "rb") as f:
-            head = f.read(_OGG_HEAD_BYTES)
+            if f.read(4) != b"OggS":
+                return
+            head = b"OggS" + f.read(_OGG_HEAD_BYTES - 4)
     except OSError:
-        return
-    if not head.startswith(b"OggS"):
         return
     packets = _ogg_packet_bytes(head)
     for marker in _OGG_COMMENT_MARKERS:
@@ -1008,8 +1008,6 @@ def _decode_in_child(path: str, whole: bool = False) -> tuple[np.ndarray, int, s
         try:
             return decode_with_pyav(path)
         except MemoryError:  # the child's own limit, which libsndfile's read shares
-            from .pyav_process import DECODE_MEMORY_MIB
-
             raise too_much_memory(DECODE_MEMORY_MIB) from None
     if not getattr(_holds_slot, "value", False):
         return decode_in_child(path, MAX_PYAV_DECODE_S, stopping=_stopping, whole=whole)

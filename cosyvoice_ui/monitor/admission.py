@@ -8,7 +8,8 @@ device, refreshed as records arrive. Until there are :data:`MIN_RECORDS` records
 default line is used, but not enforced: a request it would refuse or re-split runs as it is while
 any memory is free, or nothing would ever be learned (the embedded voice adds 20-70 MiB, the
 default line asks 592 MiB for one short sentence, and on a small machine every request was
-refused, for good, or cut into 20-character segments; helper-141). The prediction adds the fit's largest under-estimate seen so far; from
+refused, for good, or cut into 20-character segments; helper-141). The prediction adds the
+fit's largest under-estimate seen so far; from
 :data:`MIN_RECORDS_TO_SET_ONE_ASIDE` records on, the single largest is set aside (the second
 largest counts). One record far above the rest (a one-off spike, or a line copied from another
 machine into ``--ledger``) otherwise padded every prediction: every request was refused, and a
@@ -47,7 +48,7 @@ class PeakFit:
     slope_bytes_per_char: float
     margin_bytes: float  # largest under-prediction on the fitted records (second largest from 10 on)
     records: int
-    prior: bool = False  # the default line: too few records (or lengths) to fit one
+    prior: bool = False  # the default line: too few records to fit one
 
     def predict(self, max_segment_chars: int) -> int:
         return int(max(0.0, self.intercept_bytes + self.slope_bytes_per_char * max_segment_chars) + self.margin_bytes)
