@@ -380,6 +380,25 @@ def _signals_end_loading():
 ANSWERS_LEAVE_S = 3.0
 
 
+async def wait_for_answers(undelivered, being_checked, answers_leave_s: float, checks_s: float) -> None:
+    """Wait while answers are on their way out (``undelivered() > 0``), at most ``answers_leave_s``
+    seconds; a request whose prompt is still being checked (``being_checked() > 0``: a decode, up to
+    ``MAX_PYAV_DECODE_S``) gets up to ``checks_s`` more, and its answer ``answers_leave_s`` after
+    its check ends, so that it gets the drain's answer, not "Server stopped unexpectedly"
+    (helper-113). Before, a check that ended past the first ``answers_leave_s`` left its answer no
+    time at all: under load its client got gradio_client's ``KeyError: 'unexpected_error'``
+    (session 27's CI neighbours)."""
+    deadline = time.monotonic() + answers_leave_s
+    checks_deadline = deadline + checks_s
+    while undelivered():
+        now = time.monotonic()
+        if being_checked() and now < checks_deadline:
+            deadline = max(deadline, now + answers_leave_s)
+        if now >= deadline:
+            return
+        await asyncio.sleep(0.05)
+
+
 class DrainingServer(uvicorn.Server):
     """Drains before uvicorn shuts down: on the first SIGTERM/SIGINT/SIGHUP the supervisor stops taking
     requests, fails queued ones with a retry hint and lets the running one finish (bounded), while
@@ -438,15 +457,9 @@ class DrainingServer(uvicorn.Server):
         # "Server stopped unexpectedly."; helper-77). Meanwhile a new request is refused at the
         # door: one joined now would be answered on a stream its client has yet to open.
         self._close_joins()
-        deadline = time.monotonic() + ANSWERS_LEAVE_S
-        # A request whose prompt is still decoding gets the drain's answer once the decode ends
-        # (within its own deadline), not "Server stopped unexpectedly" (helper-113).
         from cosyvoice_ui.inputs.prompt_audio import MAX_PYAV_DECODE_S
 
-        checks_deadline = deadline + MAX_PYAV_DECODE_S
-        while self._undelivered() and (time.monotonic() < deadline
-                                       or self._being_checked() and time.monotonic() < checks_deadline):
-            await asyncio.sleep(0.05)
+        await wait_for_answers(self._undelivered, self._being_checked, ANSWERS_LEAVE_S, MAX_PYAV_DECODE_S)
         self._end_streams()  # open tabs' heartbeats would hold the shutdown for its whole timeout
         await super().shutdown(sockets=sockets)
         self._drain()  # no-op when already drained

@@ -488,7 +488,8 @@ def test_signal_while_unloaded_says_there_is_no_worker(tmp_path, monkeypatch):
         app.stop()
 
 
-def test_drain_line_follows_the_state():
+def _app_module():
+    """``app.py``, which is a script, not a package module."""
     import importlib.util
 
     from .conftest import ROOT
@@ -496,7 +497,11 @@ def test_drain_line_follows_the_state():
     spec = importlib.util.spec_from_file_location("app_main", ROOT / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    line = module._drain_line
+    return module
+
+
+def test_drain_line_follows_the_state():
+    line = _app_module()._drain_line
     assert "letting the running one finish (up to 30 s)" in line({"state": "busy", "in_flight": "7"}, 30)
     assert "letting the running one finish" in line({"state": "restarting", "in_flight": "7"}, 30)  # restart waits for it
     assert line({"state": "restarting", "in_flight": None, "pid": 5, "load_s": 1.0}, 30) == \
@@ -740,6 +745,28 @@ def test_a_request_whose_prompt_decodes_at_a_signal_gets_its_answer(tmp_path, mo
         assert "1 request(s) whose prompt audio is still being checked" in app.log_path.read_text()
     finally:
         app.stop()
+
+
+def test_an_answer_gets_time_to_leave_after_a_check_that_ends_late():
+    """A prompt check that ended past the shutdown's wait for answers left its answer no time: the
+    loop stopped once nothing was being checked, with the answer still on its way, and the client
+    got "Server stopped unexpectedly" (gradio_client ``KeyError: 'unexpected_error'``) under load.
+    Here the check ends 0.5 s in (past the 0.3 s wait) and its answer leaves 0.15 s later."""
+    import asyncio
+
+    wait_for_answers = _app_module().wait_for_answers
+    started = time.monotonic()
+    checking = lambda: time.monotonic() - started < 0.5  # noqa: E731
+    on_its_way = lambda: time.monotonic() - started < 0.65  # noqa: E731
+    asyncio.run(wait_for_answers(on_its_way, checking, answers_leave_s=0.3, checks_s=5.0))
+    assert not on_its_way()
+    # And the wait stays bounded: an answer that never leaves is waited for answers_leave_s only.
+    started = time.monotonic()
+    asyncio.run(wait_for_answers(lambda: 1, lambda: 0, answers_leave_s=0.3, checks_s=5.0))
+    assert time.monotonic() - started < 1.0
+    started = time.monotonic()
+    asyncio.run(wait_for_answers(lambda: 1, lambda: 1, answers_leave_s=0.3, checks_s=0.5))
+    assert time.monotonic() - started < 1.6
 
 
 def _ignore_errors_value(call, default):
