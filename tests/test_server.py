@@ -244,6 +244,10 @@ def test_no_route_keeps_state_under_a_long_session_hash_or_writes_deep_links(tmp
             r = http.get("/gradio_api/custom_component/" + "Q" * 5000 + "/client/b/c")
             assert r.status_code == 404, r.text[:300]
         assert "QQQQ" not in app.log_path.read_text()
+        # Gradio's screen recorder runs ffmpeg on what it is sent, with no deadline (helper-143).
+        r = http.post("/gradio_api/process_recording",
+                      files={"video": ("recording.mp4", b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 100, "video/mp4")})
+        assert r.status_code == 404 and "does not serve this Gradio route" in r.text, r.text[:300]
 
 
 def test_a_first_load_that_fails_is_retried_with_retry_failed_load_after(tmp_path):

@@ -12,6 +12,10 @@
 - ``GET /gradio_api/custom_component/...`` printed the caller's path to the log before any check,
   with no login and no limit (6 MB in 2.2 s, escape characters raw; helper-112). The page has no
   custom components.
+- ``POST /gradio_api/process_recording`` is Gradio's screen recorder (a developer tool that posts a
+  video): it runs ffmpeg on the upload with no deadline when ffmpeg is on the path, as it is with
+  ``--stream``. It was refused only because the upload check takes files sent as ``files``
+  (helper-143). The page's microphone uploads through ``/gradio_api/upload``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 from .asgi_requests import answer_json, route_path
 
 UNUSED = ("/gradio_api/deep_link", "/gradio_api/dev/reload", "/gradio_api/startup-events",
-          "/gradio_api/custom_component")
+          "/gradio_api/custom_component", "/gradio_api/process_recording")
 UNUSED_BELOW = "/gradio_api/custom_component/"
 
 
