@@ -932,18 +932,24 @@ def test_auto_device_without_a_gpu_does_not_import_torch():
     assert out == ["cpu", "False"]
 
 
+def _restart_joined_to_a_reload(sup: Supervisor, tmp_path, load_s: float):
+    """Let ``sup`` (idle unload after 1 s) unload, wake it with a request whose model load takes
+    ``load_s``, and press Restart during that load: the Restart joins the reload. Returns its future."""
+    assert sup.wait_ready(60)
+    _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
+    (tmp_path / "load_s").write_text(str(load_s))
+    sup.submit(SynthesisRequest(text="wake up"))
+    _wait_until(lambda: sup.status()["state"] == "loading" and sup.worker_pid is not None, 10)
+    return sup.restart(wait=False)
+
+
 def test_restart_joined_to_a_reload_says_when_the_app_stops_meanwhile(tmp_path, monkeypatch):
     """A stop during that load reported "The model could not be loaded." to the joined Restart
     (twenty-sixth newcomer session)."""
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
     try:
-        assert sup.wait_ready(60)
-        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
-        (tmp_path / "load_s").write_text("5")
-        sup.submit(SynthesisRequest(text="wake up"))
-        _wait_until(lambda: sup.status()["state"] == "loading", 10)
-        joined = sup.restart(wait=False)
+        joined = _restart_joined_to_a_reload(sup, tmp_path, load_s=5)
         time.sleep(0.3)
     finally:
         sup.stop(grace_s=1)
@@ -958,12 +964,7 @@ def test_restart_joined_to_a_reload_names_a_worker_that_died_loading(tmp_path, m
     monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, idle_unload_after_s=1.0).start()
     try:
-        assert sup.wait_ready(60)
-        _wait_until(lambda: sup.status()["state"] == "unloaded", 10)
-        (tmp_path / "load_s").write_text("3")
-        sup.submit(SynthesisRequest(text="wake up"))
-        _wait_until(lambda: sup.status()["state"] == "loading" and sup.worker_pid is not None, 10)
-        joined = sup.restart(wait=False)
+        joined = _restart_joined_to_a_reload(sup, tmp_path, load_s=3)
         os.kill(sup.worker_pid, signal.SIGKILL)
         report = joined.result(timeout=60)
     finally:
