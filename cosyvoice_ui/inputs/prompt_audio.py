@@ -656,9 +656,9 @@ def _id3_frames(data, body: int, end: int, version: int, limit: int) -> int:
 
 
 def _check_id3_tags(path: str) -> None:
-    """Refuse a file libmpg123 would read (:func:`_read_by_libmpg123`, or named ``.mp3``) that
-    holds more than :data:`MAX_ID3_TAGS` ID3v2 tags, or more than :data:`MAX_ID3_FRAMES` frames in
-    them all, anywhere in the file: a tag is every ``ID3`` libmpg123 may meet (ID3v2.2-2.4: a
+    """Refuse a file that libmpg123 would read (the caller has asked :func:`_read_by_libmpg123_path`)
+    and that holds more than :data:`MAX_ID3_TAGS` ID3v2 tags, or more than :data:`MAX_ID3_FRAMES`
+    frames in them all, anywhere in the file: a tag is every ``ID3`` libmpg123 may meet (ID3v2.2-2.4: a
     10-byte header with a syncsafe size, an optional extended header, then frames; id3.org's
     ID3v2.3/2.4 structure documents). The frames of a tag with an extended header are counted
     from its start and from past it as v2.3 and v2.4 size it, the largest kept: an extended header
@@ -670,8 +670,6 @@ def _check_id3_tags(path: str) -> None:
     import mmap
 
     try:
-        if not _read_by_libmpg123_path(path):
-            return
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             tags = frames = 0
             at = data.find(b"ID3")
@@ -703,7 +701,8 @@ def _decode_with_soundfile(path: str) -> tuple[np.ndarray, int, str, float | Non
 
     _check_flac_metadata(path)
     _check_ogg_comments(path)
-    _check_id3_tags(path)
+    # ID3 tags were counted before a file libmpg123 reads came here (decode_audio_file, in the web
+    # process, before its child): they matter to libmpg123 only.
     info = sf.info(path)
     if info.format in _WAVE_FORMATS and (problem := _wav_header_problem(path)):
         raise InputError(f"The prompt audio file is damaged: {problem}. Export the recording again as 16-bit WAV "
