@@ -17,15 +17,18 @@ patch                           what it changes, and why
 ``guards.upload_progress``      the upload ids tracked for progress bars are bounded
 ``guards.evicted_sessions``     unread REST calls are forgotten first; a forgotten session does not
                                 stop the queue
+``guards.side_event_places``    the prompt check, Restart and Free cache hold at most 32 waiting
+                                places each in Gradio's queue, which keeps the rest for speech
 ==============================  =====================================================================
 """
 
 from __future__ import annotations
 
-from .guards import evicted_sessions, failed_uploads, forwarded_prefix, upload_progress
+from .guards import evicted_sessions, failed_uploads, forwarded_prefix, side_event_places, upload_progress
 from .ui import atomic_audio_cache
 
-PATCHES = (atomic_audio_cache, forwarded_prefix, failed_uploads, upload_progress, evicted_sessions)
+PATCHES = (atomic_audio_cache, forwarded_prefix, failed_uploads, upload_progress, evicted_sessions,
+           side_event_places)
 
 
 def install_all() -> None:

@@ -23,7 +23,6 @@ from .. import synthesis
 from ..engines.base import Capabilities
 from ..errors import (BusyError, DuplicateRequest, InputError, RequestTimedOut, ServiceStopping, SynthesisFailed,
                       UnusablePromptAudio, UserFacingError, drop_locals)
-from ..inputs.prompt_audio import load_prompt_audio
 from ..monitor.admission import Admission, AdmissionError
 from ..monitor.sampler import MemoryMonitor
 from ..settings import Settings, seconds_text
@@ -32,6 +31,7 @@ from ..guards.arrival_order import ARRIVAL_HEADER
 from ..guards.temp_space import TempSpace
 from ..worker.supervisor import Supervisor, report_to_dict
 from . import formatting
+from .prompt_checks import CheckedPrompts
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ def _show_notes(result: dict, for_page: bool) -> None:
 # The error's title by kind of refusal (Gradio's default is "Error"), in what the queue protocol
 # sends. Gradio 6's page heads grouped pop-ups with their kind ("Error") instead, so the page's
 # duplicate press is an Info pop-up (see _events). First match wins.
+CHECKED_PROMPTS = CheckedPrompts()  # the page's early checks, remembered per upload
 _TITLES = ((DuplicateRequest, "Already on its way"), (BusyError, "Busy"), (InputError, "Cannot use this input"),
            (UnusablePromptAudio, "Cannot clone this prompt"), (RequestTimedOut, "Timed out"),
            (SynthesisFailed, "Synthesis failed"), (ServiceStopping, "Stopping"),
@@ -231,13 +232,13 @@ class Handlers:
         if not isinstance(path, str) or not path or self.supervisor.stopping:
             return  # after SIGTERM a decode would only delay the exit (helper-117)
         try:
-            load_prompt_audio(path)
-        except InputError as e:
-            # Named: replaced at once, the file's warning came after the next one was shown, as if
-            # about that one (helper-79).
-            name = prompt_audio.get("orig_name") if isinstance(prompt_audio, dict) else None
-            name = name if isinstance(name, str) and name else os.path.basename(path)
-            gr.Warning(_as_text(f"{name}: {e}"), duration=None, title="This prompt audio cannot be used")
+            problem = CHECKED_PROMPTS.problem(path)
+            if problem is not None:
+                # Named: replaced at once, the file's warning came after the next one was shown, as if
+                # about that one (helper-79).
+                name = prompt_audio.get("orig_name") if isinstance(prompt_audio, dict) else None
+                name = name if isinstance(name, str) and name else os.path.basename(path)
+                gr.Warning(_as_text(f"{name}: {problem}"), duration=None, title="This prompt audio cannot be used")
         except ServiceStopping:
             return  # SIGTERM came while it waited for a decode slot: nothing to say about the file
         except Exception as e:  # noqa: BLE001 - Generate's own check answers it

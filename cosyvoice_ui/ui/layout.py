@@ -148,10 +148,12 @@ def build_blocks(handlers: Handlers) -> gr.Blocks:
         presets.change(lambda p: p or gr.skip(), inputs=presets, outputs=instruction,
                        api_visibility="private", queue=False, show_progress="hidden")
         # An unusable prompt says so when it arrives, not only at Generate (an upload, a recording, a
-        # restore). Queued (Gradio sends pop-ups only on its queue's stream), in a lane of its own.
+        # restore). Queued (Gradio sends pop-ups only on its queue's stream), in a lane of its own,
+        # one at a time: checks sent in a flood took both decoding children, and Generate's prompts
+        # waited behind them (helper-146). A usable prompt shows nothing, so a wait is not seen.
         prompt_audio.change(handlers.check_prompt_page, inputs=prompt_audio, outputs=None, preprocess=False,
                             api_visibility="private", show_progress="hidden", trigger_mode="always_last",
-                            concurrency_limit=4, concurrency_id="prompt_check")
+                            concurrency_limit=1, concurrency_id="prompt_check")
         # The synthesize event may wait inside the supervisor's bounded queue, so Gradio must
         # let up to max_queue + 1 handlers wait there; the supervisor answers "busy" beyond that.
         fields = [text, prompt_audio, prompt_text, instruction, speed, seed, speaker]

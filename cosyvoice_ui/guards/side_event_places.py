@@ -1,0 +1,61 @@
+"""Gradio's queue keeps room for synthesis: each of the page's other queued events (the prompt
+check, Restart, Free cache) may hold at most :data:`SIDE_WAITING_MAX` waiting places in it.
+
+Gradio's queue is one list of :data:`server.GRADIO_QUEUE_MAX` places (1000) for every queued event.
+Synthesis is bounded by the supervisor's own queue, which answers "busy" at once, so its events
+leave Gradio's quickly; nothing bounded the others. helper-146 uploaded one 100 s MP3 and sent
+1,040 prompt checks naming it (each decoded it again, 3 s in a child, before refusing it as too
+long): the queue stayed full for about 25 minutes, and every Generate, Restart and Free cache got
+"Queue is full". 1,020 Free cache calls, each waiting for the running request, did the same.
+With this bound, the other events hold at most a few hundred places together
+(``tests/test_queue_room.py``). Synthesis events are not limited here.
+
+The bound is kept in ``Queue.push``, which both the page's ``/queue/join`` and the REST
+``/call/<name>`` go through; a refusal is Gradio's own "queue full" answer (HTTP 503) with this
+message.
+"""
+
+from __future__ import annotations
+
+SIDE_WAITING_MAX = 32  # waiting events per concurrency id other than synthesis
+UNBOUNDED_HERE = "synthesize"  # the concurrency id the supervisor's queue bounds
+# How the refusal names each kind of event (the concurrency ids in ui/layout.py).
+_KINDS = {"prompt_check": "prompt checks", "restart": "Restart presses", "free_cache": "Free cache calls"}
+
+_installed = False
+
+
+def refusal(concurrency_id: str, waiting: int) -> str:
+    """The message for a call refused because ``waiting`` events of its kind already wait."""
+    kind = _KINDS.get(concurrency_id, f"calls of {concurrency_id!r}")
+    return (f"Too many {kind} are waiting already ({waiting}; at most {SIDE_WAITING_MAX} may wait): the queue keeps "
+            "its other places for speech requests. Try again in a minute.")
+
+
+def install() -> None:
+    """Wrap ``gradio.queueing.Queue.push``: a call whose event's concurrency id is not
+    :data:`UNBOUNDED_HERE` and has :data:`SIDE_WAITING_MAX` events waiting already is refused as
+    Gradio refuses one when the queue is full. Idempotent."""
+    global _installed
+    if _installed:
+        return
+    from gradio import route_utils
+    from gradio.queueing import Queue
+
+    push = Queue.push
+
+    async def push_keeping_room_for_synthesis(self, body, request, username):
+        try:
+            fn = route_utils.get_fn(self.blocks, None, body) if body.fn_index is not None else None
+        except Exception:  # noqa: BLE001 - an unknown event: Gradio's own push answers it
+            fn = None
+        concurrency_id = getattr(fn, "concurrency_id", None)
+        if concurrency_id is not None and concurrency_id != UNBOUNDED_HERE:
+            events = self.event_queue_per_concurrency_id.get(concurrency_id)
+            waiting = len(events.queue) if events is not None else 0
+            if waiting >= SIDE_WAITING_MAX:
+                return False, refusal(concurrency_id, waiting), "queue_full"
+        return await push(self, body, request, username)
+
+    Queue.push = push_keeping_room_for_synthesis
+    _installed = True
