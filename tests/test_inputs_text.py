@@ -213,8 +213,8 @@ def test_digits_and_numerals_of_every_script_are_spoken_as_numbers():
     # ellipses, which were blamed on numerals and ligatures (forty-third): the message names them.
     with pytest.raises(InputError, match=r"2100 characters long once characters such as ﬃ \(ffi\)"):
         validate_text("ﬃ" * 700, 2000, ("en",))
-    with pytest.raises(InputError, match=r"4501 characters long once characters such as … \(\.\.\.\) are written out"):
-        validate_text("Wait" + "…" * 1499, 2000, ("en",))
+    with pytest.raises(InputError, match=r"3996 characters long once characters such as … \(\.\.\.\) are written out"):
+        validate_text("a…" * 999, 2000, ("en",))  # ("…" * 1499 is shortened: a run of punctuation)
     # Plain digits, spelled one at a time, were blamed on "numerals and ligatures" (helper-59).
     with pytest.raises(InputError, match=r"3999 characters long once numbers of 13 or more digits are spelled one "
                                          r"digit at a time \(2000 as typed\)"):
@@ -720,3 +720,21 @@ def test_a_text_spoken_as_far_more_than_its_length_is_refused():
     figures = "In 2024, revenue grew 3.5% to $1,234,567 from 987,654. " * 35
     assert len(validate_text(figures, 2000, ("en",))) > 1900
     assert validate_text("℃" * 100, 2000, ("en",))
+
+
+def test_a_run_of_punctuation_cannot_make_a_segment_past_the_limit():
+    """Punctuation is not spoken, so a run of it stayed in one segment: ``"Hello" + "?!" * 990``
+    was a 1,800-character segment past --max-segment-chars 200, and admission learned memory from
+    that length (helper-146). Runs of more than six marks keep their first and last three."""
+    from cosyvoice_ui.inputs.segments import spoken_chars, split_text
+    from cosyvoice_ui.inputs.text import clean_text
+
+    for text in ("Hello" + "?!" * 990 + " world", "a" + "." * 1990, "Hi " + "! " * 900 + "there",
+                 "好的" + "。" * 1000):
+        segments = split_text(clean_text(text), 200)
+        assert max(spoken_chars(s) for s in segments) <= 200, (text[:20], [len(s) for s in segments])
+    assert clean_text("Hello" + "?!" * 990 + " world") == "Hello?!?!?! world"
+    # What people type stays as typed: short runs, closing quotes, spoken signs and symbols.
+    for typed in ("Wait... what?!", 'He said "Stop..."', "Really?!?! No.", "(((hi)))", "100%%%%%%%% sure",
+                  "€€€€€€€€"):
+        assert clean_text(typed) == typed

@@ -227,7 +227,31 @@ def clean_text(text: str) -> str:
             out.append(value if cat == "Nd" else f" {value} ")
         else:
             out.append(ch)
-    return spell_long_digit_runs(write_decimal_commas_as_points(" ".join("".join(out).split())))
+    return shorten_punctuation_runs(spell_long_digit_runs(write_decimal_commas_as_points(" ".join("".join(out).split()))))
+
+
+# Seven or more marks in a row (spaces between them allowed): "?!?!?!?!" or "..........".
+_PUNCTUATION_RUN = re.compile(r"[^\w\s](?: ?[^\w\s]){6,}")
+KEPT_PUNCTUATION_MARKS = 3  # at each end of a run: its opening ("...", "?!?") and its closing ('!")')
+
+
+def shorten_punctuation_runs(text: str) -> str:
+    """Keep the first and the last :data:`KEPT_PUNCTUATION_MARKS` marks of every run of more than
+    twice as many punctuation marks (Unicode category P, spaces between marks allowed; ``%``, ``&``,
+    ``#`` and the like, which are read as words, and symbols such as ``€`` or emoji are left as
+    typed). Punctuation is not spoken,
+    so a run of it made a segment as long as it was, past ``--max-segment-chars``: ``"Hello" +
+    "?!" * 990`` was one 1,800-character segment, and admission learned memory from that length
+    (helper-146)."""
+    from .segments import _WORDLIKE_PUNCTUATION
+
+    def shorten(m: re.Match) -> str:
+        marks = m.group().replace(" ", "")
+        if any(not unicodedata.category(ch).startswith("P") or ch in _WORDLIKE_PUNCTUATION for ch in marks):
+            return m.group()
+        return marks[:KEPT_PUNCTUATION_MARKS] + marks[-KEPT_PUNCTUATION_MARKS:]
+
+    return _PUNCTUATION_RUN.sub(shorten, text)
 
 
 # Amounts written the continental European way: "1.234,56" (points group, a comma before the
