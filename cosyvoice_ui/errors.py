@@ -31,6 +31,10 @@ class RequestTimedOut(SynthesisFailed):
     """The request ran past its deadline; the worker was restarted."""
 
 
+class RequestCancelled(UserFacingError):
+    """Its client cancelled the request, or left, before it reached the worker's queue."""
+
+
 class ServiceStopping(UserFacingError):
     """The application is shutting down and takes no new requests."""
 

@@ -69,6 +69,34 @@ def _event_owner(demo: gr.Blocks, event_id: str) -> str | None:
     return None
 
 
+def _running_events(demo: gr.Blocks) -> list:
+    """Gradio's events being processed now (``Queue.active_jobs``: one list per worker slot)."""
+    return [event for jobs in list(demo._queue.active_jobs) for event in list(jobs or ())]
+
+
+def _mark_client_gone(demo: gr.Blocks, event_id: str) -> None:
+    """Mark the running event ``event_id`` as one whose client has gone (``Event.alive``, which
+    Gradio itself clears when a client's stream or heartbeat ends: ``Queue.clean_events``), so that
+    its handler can tell before the request reaches the worker (:func:`_client_left`)."""
+    for event in _running_events(demo):
+        if event._id == event_id:
+            event.alive = False
+
+
+def _client_left(demo: gr.Blocks, request) -> bool:
+    """Whether the event behind ``request`` (a handler's ``gr.Request``, whose ``request`` is the
+    event's own ``fastapi.Request``) has been cancelled or its client has gone: Gradio marks it not
+    alive, or, once its task is cancelled, no longer lists it as running while the handler's
+    thread still works on it. False for a call made outside Gradio's queue (no request)."""
+    inner = getattr(request, "request", None)
+    if inner is None:
+        return False
+    for event in _running_events(demo):
+        if event.request is inner:
+            return not event.alive
+    return True
+
+
 SESSION_STATES = 1000  # sessions whose Gradio state is kept in memory (Gradio's default: 10,000)
 # Requests waiting in Gradio's own queue (all kinds; synthesis is bounded first by --max-queue):
 # under half of Gradio's table of 2,000 sessions, so the table is never all sessions whose request
@@ -117,7 +145,9 @@ def build_app(settings: Settings, supervisor: Supervisor, monitor: MemoryMonitor
                        numbered=synthesis_events)
     app.add_middleware(RefuseUnusableJoins, browser_only=browser_only_events,  # Gradio would mishandle these
                        forget=lambda: _forget_unreadable_sessions(demo))  # and answers no one can read go
-    app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id))  # only one's own
+    app.add_middleware(PreciseCancel, owner_of=lambda event_id: _event_owner(demo, event_id),  # only one's own
+                       on_cancel=lambda event_id: _mark_client_gone(demo, event_id))
+    handlers.client_left = lambda request: _client_left(demo, request)
     app.add_middleware(OneStreamPerSession,  # a session's messages go to one reader, a REST call's to its GET
                        owner_of=lambda event_id: _event_owner(demo, event_id),
                        pending=lambda session: bool(demo._queue.pending_event_ids_session.get(session)))

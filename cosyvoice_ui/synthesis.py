@@ -22,8 +22,8 @@ import numpy as np
 
 from .engines.base import Capabilities, SynthesisOutput
 from .log_throttle import printable
-from .errors import (STOPPING_MESSAGE, BusyError, DuplicateRequest, ServiceStopping, SynthesisFailed,
-                     UnusablePromptAudio, UserFacingError)
+from .errors import (STOPPING_MESSAGE, BusyError, DuplicateRequest, RequestCancelled, ServiceStopping,
+                     SynthesisFailed, UnusablePromptAudio, UserFacingError)
 from .inputs.request import build_request, counted_text_chars
 from .monitor.admission import Admission, AdmissionError
 from .settings import Settings
@@ -220,7 +220,7 @@ class SynthesisService:
             return number
 
     @contextlib.contextmanager
-    def turn(self, client_id: str | None, arrival: int | None = None):
+    def turn(self, client_id: str | None, arrival: int | None = None, client_left=None):
         """A place in line for one request of ``client_id``: take it when the request arrives and
         pass it to :meth:`run`, which waits for the client's earlier requests to enter the worker's
         queue before this one does. Leaving the block gives the place up (also unused).
@@ -228,8 +228,11 @@ class SynthesisService:
         Each request's checks (its prompt decoded, resampled, measured) take their own time, so
         a tab's third Generate, with no prompt to decode, was queued before its second and ran
         first; the page then kept the second's result under the third's text (helper-52).
+
+        ``client_left()``, when given, says whether the request's client has cancelled it or gone:
+        asked before its prompt is decoded and again before it enters the worker's queue.
         """
-        place = _Turn(self, client_id, arrival)
+        place = _Turn(self, client_id, arrival, client_left)
         try:
             yield place
         finally:
@@ -245,8 +248,13 @@ class SynthesisService:
                     # SIGTERM outlived the app (helper-117). The worker's queue would refuse it anyway.
                     raise ServiceStopping(STOPPING_MESSAGE)
                 stack.enter_context(self._being_checked())
+                _unless_client_left(turn)
                 request, notes, predicted, refusal_hint = self._admit(text, prompt_audio, prompt_text, instruction,
                                                                       speed, seed, speaker)
+                # A cancel that came during the decode was lost: the request was queued, ran a whole
+                # segment for no one and was recorded "abandoned" (helper-146). Gradio lets the
+                # handler's thread finish its step before the cancel takes effect.
+                _unless_client_left(turn)
                 request = dataclasses.replace(request, stream=stream)
                 events: queue.Queue = queue.Queue()
                 future = self.supervisor.submit(
@@ -259,7 +267,8 @@ class SynthesisService:
         except (UserFacingError, AdmissionError) as e:
             if not isinstance(e, SynthesisFailed):  # refused before the worker: leave a trace too
                 outcome = {"BusyError": "refused:busy", "AdmissionError": "refused:memory",
-                           "InputError": "refused:input"}.get(type(e).__name__, "refused")
+                           "InputError": "refused:input", "RequestCancelled": "cancelled"}.get(type(e).__name__,
+                                                                                                "refused")
                 self.record_refusal(outcome, str(e), self._counted_chars(text))
                 log.info("%s: %s", outcome, printable(e, 300))  # one line, escaped: a message may quote what was sent
             raise
@@ -368,8 +377,10 @@ class _Turn:
     """One request's place among its client's requests not yet in the worker's queue (see
     :meth:`SynthesisService.turn`)."""
 
-    def __init__(self, service: SynthesisService, client_id: str | None, arrival: int | None) -> None:
+    def __init__(self, service: SynthesisService, client_id: str | None, arrival: int | None,
+                 client_left=None) -> None:
         self._service, self._client_id, self._done = service, client_id, client_id is None
+        self.client_left = client_left or (lambda: False)
         self.arrival: int | None = None
         self.withdrawn_because: str | None = None  # set by a handler that gives its request up
         if self._done:
@@ -412,6 +423,15 @@ class _Turn:
             if not pending:
                 self._service._pending_turns.pop(self._client_id, None)
             self._service._turns.notify_all()
+
+
+CLIENT_LEFT = "Its client cancelled the request or left before it reached the worker; it was not synthesized."
+
+
+def _unless_client_left(turn: _Turn) -> None:
+    """Raise :class:`~.errors.RequestCancelled` (ledger ``cancelled``) if ``turn``'s client has gone."""
+    if turn.client_left():
+        raise RequestCancelled(CLIENT_LEFT)
 
 
 def _requests(n: int) -> str:

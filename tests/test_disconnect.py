@@ -117,3 +117,35 @@ def test_queued_request_whose_client_left_is_not_synthesized(app, client):
     assert [r["outcome"] for r in records] == ["cancelled"], f"the abandoned queued request: {records}"
     # The record says what the request would have cost: its device and segments.
     assert records[0]["device"] == "cpu" and records[0]["segments"] >= 1, records[0]
+
+
+CANCELLED_TEXT = "This request is cancelled while its prompt audio is still being decoded."
+
+
+def test_a_request_cancelled_while_its_prompt_decodes_never_reaches_the_worker(app, client, tmp_path):
+    """A cancel that came while the prompt was decoding was lost: Gradio let the handler finish its
+    step, the request was queued and ran a segment for no one (ledger ``abandoned``; helper-146,
+    3 runs of 3). It is now withdrawn before the worker's queue: ledger ``cancelled``."""
+    import psutil
+
+    from .test_shutdown import _slow_to_decode
+
+    slow = _slow_to_decode(tmp_path / "two_tracks.nut")
+    _wait_idle(client)
+    before = client.predict(api_name="/status")["pid"]
+    job = Client(app.url, verbose=False).submit(text=CANCELLED_TEXT, prompt_audio=handle_file(slow),
+                                                api_name="/synthesize")
+
+    def decoding() -> bool:
+        children = psutil.Process(app.proc.pid).children(recursive=True)
+        return any("pyav_process" in " ".join(child.cmdline()) for child in children if child.is_running())
+
+    wait_for(decoding, 60, "the prompt's decode in its child process")
+    job.cancel()
+    records = wait_for(lambda: _records_for(app, CANCELLED_TEXT), 60, "the cancelled request's ledger record")
+    assert [r["outcome"] for r in records] == ["cancelled"], records
+    assert "was not synthesized" in records[0]["error"], records[0]
+    # The app goes on serving, on the same worker.
+    _, stats = client.predict(text=OTHER_TEXT, api_name="/synthesize")
+    assert stats["audio_s"] > 1.0 and stats["worker_pid"] == before
+    assert [r["outcome"] for r in _records_for(app, CANCELLED_TEXT)] == ["cancelled"]

@@ -49,10 +49,12 @@ class PreciseCancel:
         app: the ASGI app below.
         owner_of: ``owner_of(event_id)`` is the ``session_hash`` that submitted the event while
             Gradio still knows it (waiting or running), else None.
+        on_cancel: called with the event id of a cancel about to be carried out, so that a handler
+            still checking its request (a prompt decoding) does not queue it (helper-146).
     """
 
-    def __init__(self, app, owner_of=lambda event_id: None) -> None:
-        self.app, self.owner_of = app, owner_of
+    def __init__(self, app, owner_of=lambda event_id: None, on_cancel=lambda event_id: None) -> None:
+        self.app, self.owner_of, self.on_cancel = app, owner_of, on_cancel
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or route_path(scope) != "/gradio_api/cancel":
@@ -76,6 +78,7 @@ class PreciseCancel:
                 # it ended the call, whose GET then said "complete" with no result (helper-95).
                 await answer_json(send, 404, REST_CALL)
                 return
+            self.on_cancel(str(payload["event_id"]))  # before the task: its handler runs until its next step
             cancelled = await cancel_task_named(
                 f"{payload['session_hash']}_{payload['fn_index']}<gradio-sep>{payload['event_id']}")
             log.debug("cancel of event %s: %d running task(s) cancelled", payload["event_id"], cancelled)

@@ -179,6 +179,9 @@ class Handlers:
         self.monitor = monitor
         self.capabilities = capabilities
         self.service = SynthesisService(settings, supervisor, capabilities, admission)
+        # client_left(request): whether the client of the event behind a handler's gr.Request has
+        # cancelled it or gone; set by server.build_app, which holds Gradio's queue.
+        self.client_left = lambda request: False
         self._restart_lock = threading.Lock()
         self._restart_under_way: concurrent.futures.Future | None = None  # of the RestartReport
         self._last_restart_end: float | None = None  # time.monotonic()
@@ -250,7 +253,8 @@ class Handlers:
         client_id = _session(request)
         # Its place in line is the number it got on arrival (guards/arrival_order.py): Gradio started
         # a press carrying a prompt after a later one without (helper-52).
-        with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):
+        with self.service.turn(client_id, _arrival(request), client_left=lambda: self.client_left(request)) as turn, \
+                contextlib.suppress(_OnItsWay):
             yield None, None
             shown = _SegmentProgress(progress)
             events = self._events(*fields, client_id=client_id, turn=turn, for_page=for_page)
@@ -296,7 +300,8 @@ class Handlers:
 
     def _streamed(self, *fields, progress, request, for_page: bool):
         client_id = _session(request)
-        with self.service.turn(client_id, _arrival(request)) as turn, contextlib.suppress(_OnItsWay):  # as in _whole
+        with self.service.turn(client_id, _arrival(request), client_left=lambda: self.client_left(request)) as turn, \
+                contextlib.suppress(_OnItsWay):  # as in _whole
             yield None, None  # as in synthesize: no earlier result left under a refusal
             shown = _SegmentProgress(progress)
             events = self._events(*fields, stream=True, client_id=client_id, turn=turn, for_page=for_page)
