@@ -256,8 +256,9 @@ def _parents(folder: str) -> list[str]:
     return out[::-1]
 
 
-def _append_problem(path: str) -> str | None:
-    """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``."""
+def _append_problem(path: str, recognize=None, what: str = "") -> str | None:
+    """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``.
+    ``recognize(first_bytes)`` says whether an existing file is one the app wrote (``what``)."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         # A file where a folder of the path should be was "the folder does not exist" (helper-56).
@@ -272,6 +273,16 @@ def _append_problem(path: str) -> str | None:
     if os.path.realpath(path).startswith(("/proc/", "/sys/", "/dev/")):
         return "is a system file; give a file of your own"
     existed = os.path.exists(path)
+    if existed and recognize is not None:
+        try:
+            with open(path, "rb") as f:
+                start = f.read(64 * 1024)
+        except OSError as e:
+            return f"cannot be read ({e.strerror})"
+        if not recognize(start):
+            # Its content is not quoted: the file may be anyone's (helper-145 appended to /etc/passwd).
+            return (f"is a file that holds something else, not a {what} this app wrote; nothing was written to it. "
+                    f"Give a new file name, or the {what} of an earlier run")
     try:
         with open(path, "a"):
             pass
@@ -433,11 +444,13 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         # Gradio's login strips the user name typed; kept here, " user " could never log in, and a
         # stray space in an env file locked everyone out with no word at start (forty-fourth
         # newcomer session). Neither part is shown: either may be the other's secret.
+        # Gradio strips the user name typed, not the password (helper-145: the message said so of both).
+        why = {"user name": "which no login could match (Gradio strips the user name typed)",
+               "password": "which every login would then have to type too"}
         for part, name in zip(values["auth"].partition(":")[::2], ("user name", "password")):
             if part != part.strip():
-                parser.error(f"--auth: the {name} starts or ends with a space (or another blank), which no login "
-                             f"could match (Gradio strips the user name typed; a stray space in an env file or "
-                             f"quotes is the usual cause). Remove it.")
+                parser.error(f"--auth: the {name} starts or ends with a space (or another blank), {why[name]}; a "
+                             f"stray space in an env file or quotes is the usual cause. Remove it.")
     if values["metrics_token"] is not None and not values["metrics_token"].strip():
         parser.error("--metrics-token must not be empty; leave it unset to keep /metrics and /healthz open")
     if values["metrics_token"] is not None and not re.fullmatch(r"[A-Za-z0-9._~+/-]+=*", values["metrics_token"]):
@@ -451,8 +464,12 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         parser.error("--leak-threshold-mb must be >= 0 and --leak-threshold-fraction within [0, 1]")
     if not 0 <= values["memory_reserve"] < 1:
         parser.error(f"--memory-reserve must be a fraction in [0, 1), got {values['memory_reserve']}")
+    from .monitor.gpu_log import is_gpu_log
+    from .monitor.ledger import is_ledger
+
+    kinds = {"gpu_log": (is_gpu_log, "GPU log"), "ledger": (is_ledger, "ledger")}
     for name in ("gpu_log", "ledger"):
-        problem = _append_problem(values[name]) if values[name] else None
+        problem = _append_problem(values[name], *kinds[name]) if values[name] else None
         if problem:
             parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
     if values["gpu_log"] and values["ledger"] and os.path.realpath(values["gpu_log"]) == os.path.realpath(values["ledger"]):

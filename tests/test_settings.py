@@ -30,7 +30,8 @@ from .conftest import ROOT, free_port
     (["--auth", "alice"], "--auth must look like USER:PASSWORD"),
     # Gradio strips the user name typed: no one could log in (forty-fourth newcomer session).
     (["--auth", " alice : s3cret"], "--auth: the user name starts or ends with a space"),
-    (["--auth", "alice:s3cret "], "--auth: the password starts or ends with a space"),
+    (["--auth", "alice:s3cret "], "--auth: the password starts or ends with a space (or another blank), which every "
+                                  "login would then have to type too;"),  # not "Gradio strips the user name" (helper-145)
     (["--metrics-token", ""], "--metrics-token must not be empty"),
     (["--metrics-token", "  "], "--metrics-token must not be empty"),
     # Never matched a UTF-8 client, nor could a space be sent (thirty-third newcomer session).
@@ -83,13 +84,17 @@ from .conftest import ROOT, free_port
     (["--forwarded-allow-ips="], "--forwarded-allow-ips '' has an empty entry"),
     (["--forwarded-allow-ips", "127.0.0.1, ,10.0.0.1"], "has an empty entry"),
     (["--allowed-host="], "--allowed-host is given an empty name"),
+    # Any existing file was appended to: --gpu-log /etc/passwd added a line a second (helper-145).
+    (["--gpu-log", "{tmp}/a_file"], "--gpu-log '{tmp}/a_file': is a file that holds something else, not a GPU log"),
+    (["--ledger", "{tmp}/a_file"], "--ledger '{tmp}/a_file': is a file that holds something else, not a ledger"),
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
     with pytest.raises(SystemExit) as e:
         parse_settings([a.format(tmp=tmp_path) for a in argv])
     assert e.value.code == 2
-    assert fragment in capsys.readouterr().err
+    assert fragment.format(tmp=tmp_path) in capsys.readouterr().err
+    assert (tmp_path / "a_file").read_text() == "a file where a folder of a path is meant"  # left as it was
 
 
 @pytest.mark.parametrize("variable,value,fragment", [
@@ -388,3 +393,25 @@ def test_a_forwarded_allow_ips_of_anyone_is_warned_about(capsys):
         assert "takes X-Forwarded-For from any client" in capsys.readouterr().err, value
     parse_settings(["--forwarded-allow-ips", "127.0.0.1"])
     assert "any client" not in capsys.readouterr().err
+
+
+def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
+    """The files the app writes are recognized (others are refused: test_bad_flag_is_named), also
+    a ledger whose first line a crash cut short, and an empty file."""
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+    from cosyvoice_ui.monitor.ledger import Ledger
+    from cosyvoice_ui.monitor.sampler import _DMON_HEADER
+
+    ledger = tmp_path / "ledger.jsonl"
+    Ledger(path=str(ledger)).add_event("embedded", "cpu", "refused:input", "an empty text")
+    gpu_log = tmp_path / "gpu.log"
+    log = GpuLog(str(gpu_log), 2**20, _DMON_HEADER)
+    log.write("20261203 15:00:00    0   1000  80000      5      3     60     40   1234   900    700     650   800    600\n")
+    log.close()
+    settings = parse_settings(["--ledger", str(ledger), "--gpu-log", str(gpu_log)])
+    assert (settings.ledger, settings.gpu_log) == (str(ledger), str(gpu_log))
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b'{"time_s": 17963, "outc' + b"\n" + ledger.read_bytes())
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    assert parse_settings(["--ledger", str(cut), "--gpu-log", str(empty)]).ledger == str(cut)

@@ -15,6 +15,23 @@ import time
 log = logging.getLogger(__name__)
 
 
+def is_ledger(start: bytes) -> bool:
+    """Whether a file whose first bytes are ``start`` is a ``--ledger`` file this app wrote (or is
+    empty): one of its first five lines is a JSON record with ``time_s`` and ``outcome`` (the first
+    may have been cut short by a crash). Appending records to any other file damaged it
+    (helper-145: ``--ledger README.md`` added a JSON line to the README per request)."""
+    if not start.strip():
+        return True
+    for line in start.split(b"\n")[:5]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and {"time_s", "outcome"} <= record.keys():
+            return True
+    return False
+
+
 @dataclasses.dataclass(frozen=True)
 class LedgerRecord:
     """What one request cost. Bytes are bytes; ``None`` where a figure does not apply.

@@ -163,7 +163,7 @@ class MemoryMonitor:
             self._stop.wait(self.interval_s)
 
 
-_DMON_HEADER = (
+_DMON_HEADER = (  # starts with gpu_log.HEADER_START, by which an earlier run's log is known
     "# Date       Time      gpu     fb  total     sm    mem    pwr   temp   wpid  wgpu   wrss  walloc  wres  webrss\n"
     "# YYYYMMDD   HH:MM:SS  Idx    MiB    MiB      %      %      W      C    pid   MiB    MiB     MiB   MiB     MiB\n"
 )
