@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     # Uploads, results, the ledger and logs are the user's own: results were 0644 in 0755
     # folders, readable by every local user (helper-95). The worker inherits this.
     os.umask(0o077)
-    problem = _temp_folder_problem(ours=_own_gradio_temp_folder(settings.port))
+    own_temp_folder = _own_gradio_temp_folder(settings.port)
+    problem = _temp_folder_problem(ours=own_temp_folder)
     if not problem:
         from cosyvoice_ui.temp_files import claim_folder
 
@@ -146,8 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from cosyvoice_ui.temp_files import remove_folders_of_gone_processes
+    from cosyvoice_ui.temp_files import remove_folders_of_gone_processes, sweep_abandoned_uploads
     from cosyvoice_ui.ui.ffmpeg import FOLDER_PREFIX, ensure_ffmpeg_on_path
+
+    if own_temp_folder:
+        # A copy killed on this port (SIGKILL, a crash) left its uploads and results here, and no
+        # copy uses the folder now (claim_folder): they go at once, not after --temp-file-ttl
+        # (helper-145: "a stop deletes every upload" did not hold for a killed copy's). A folder
+        # the user chose may hold other apps' files, which only the time-to-live removes.
+        left = [p for p in sweep_abandoned_uploads(os.environ["GRADIO_TEMP_DIR"], ttl_s=-1.0) if not p.endswith(os.sep)]
+        if left:
+            log.info("removed %d upload(s) and result(s) that a stopped copy of the app left in %s", len(left),
+                     os.environ["GRADIO_TEMP_DIR"])
 
     # Also without --stream: the folder of a --stream app killed with SIGKILL stayed until the
     # next --stream start (thirty-third newcomer session).

@@ -248,6 +248,32 @@ def test_default_temp_folder_is_the_apps_own(tmp_path):
         app.stop()
 
 
+def test_what_a_killed_copy_left_in_its_own_folder_goes_at_the_next_start_on_its_port(tmp_path):
+    """The README says a stop deletes every upload and result; a copy killed with SIGKILL left
+    its own, and the next copy on that port kept them until the time-to-live (a day by default)
+    had passed: helper-145's upload was still there after the next copy had started and stopped.
+    In the app's own folder (<temp>/cosyvoice_ui-<port>) no other copy can be using them."""
+    import shutil
+
+    from .conftest import free_port
+
+    temp = tmp_path / "tmp"
+    port = free_port()
+    left = temp / f"cosyvoice_ui-{port}" / ("ab" * 32) / PROMPT.name
+    left.parent.mkdir(parents=True)
+    shutil.copy(PROMPT, left)
+    partial = temp / f"cosyvoice_ui-{port}" / "tmpq1w2e3r4"  # an upload cut off by the kill
+    partial.write_bytes(b"RIFF")
+    app = RunningApp("--port", str(port), env={"TMPDIR": str(temp), "GRADIO_TEMP_DIR": ""})  # the last --port wins
+    app.port, app.url = port, f"http://127.0.0.1:{port}/"
+    try:
+        app.wait_healthy()
+        assert not left.exists() and not partial.exists()
+        assert "removed 2 upload(s) and result(s) that a stopped copy of the app left" in app.log_path.read_text()
+    finally:
+        app.stop()
+
+
 def test_uploads_and_results_are_private_to_the_user_running_the_app(tmp_path):
     """Results were 0644 in 0755 folders, so every local user could read them; and another user who
     made the default folder (/tmp/cosyvoice_ui-<port>, a known name) first could read and replace
