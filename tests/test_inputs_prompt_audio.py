@@ -1466,3 +1466,11 @@ def test_a_voice_near_a_hum_harmonic_is_not_named_or_notched_as_one():
     assert steady_lines_hz(noisy, PROMPT_SAMPLE_RATE_HZ) == (50.0,)
     harmonics, _ = under_speech(x, PROMPT_SAMPLE_RATE_HZ, -15, {50.0: 1.0, 100.0: 0.5, 150.0: 0.3})
     assert steady_lines_hz(harmonics, PROMPT_SAMPLE_RATE_HZ) == (50.0, 100.0, 150.0)
+
+
+def test_a_full_scale_offset_is_said_as_0_dbfs(tmp_path):
+    """A constant full-scale offset (helper-145's dc_clip.wav) was "-0 dBFS of DC"."""
+    path = tmp_path / "dc_clip.wav"
+    sf.write(path, np.full(48_000, 0.99999, dtype=np.float32), 16_000, subtype="FLOAT")
+    with pytest.raises(InputError, match=r"holds only a constant offset \(0 dBFS of DC\)"):
+        load_prompt_audio(str(path))

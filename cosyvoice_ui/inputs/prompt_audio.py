@@ -1408,7 +1408,8 @@ def _prompt_from_samples(data: np.ndarray, sr: int, decode_note: str | None) -> 
         offset_dbfs = 20 * math.log10(offset) if offset > 0 else -math.inf
         advice = "Check the microphone and record 3-10 s of clear speech."
         if offset_dbfs >= SILENCE_FLOOR_DBFS:
-            what = (f"holds only a constant offset ({offset_dbfs:.0f} dBFS of DC), no sound: nothing rises above "
+            # Rounded first: a full-scale offset (-0.0003 dB) read "-0 dBFS" (helper-145).
+            what = (f"holds only a constant offset ({round(offset_dbfs) + 0:d} dBFS of DC), no sound: nothing rises above "
                     f"{SILENCE_FLOOR_DBFS:.0f} dBFS")
         elif (sample_peak_dbfs := 20 * math.log10(max(float(np.abs(mono).max()), 1e-12))) >= _QUIET_PEAK_DBFS:
             # Speech at -53 dBFS (sample peak) was called "silent (its loudest moment is below -60
