@@ -168,3 +168,15 @@ def test_but_is_no_instruction_in_chinese_either(instruction, left_out):
 def test_a_percentage_with_no_style_is_listed_once_as_not_applied(instruction, unrecognized):
     parsed = parse_instruction(instruction)
     assert parsed.styles == () and parsed.unrecognized == unrecognized, parsed
+
+
+def test_a_pair_that_undoes_itself_is_named_in_the_words_typed():
+    """"happy sad whisper shout fast slow" got the note "'loud' and 'whisper' undo each other":
+    the user had typed "shout" (helper-145)."""
+    from cosyvoice_ui.engines.embedded.engine import _as_typed
+
+    parsed = parse_instruction("happy sad whisper shout fast slow")
+    assert ("loud", "whisper") in parsed.contradictions
+    assert (_as_typed(parsed, "loud"), _as_typed(parsed, "whisper")) == ("'shout' (loud)", "'whisper'")
+    assert _as_typed(parse_instruction("大声 小声"), "soft") == "'小声' (soft)"
+    assert _as_typed(parse_instruction("Fast slow"), "fast") == "'Fast'"

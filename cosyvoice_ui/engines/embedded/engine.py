@@ -108,7 +108,8 @@ class EmbeddedEngine(Engine):
             notes.append("Instruction not applied: how much (" + ", ".join(repr(w) for w in parsed.degree_words)
                          + "); the embedded engine has one strength for each style.")
         for a, b in parsed.contradictions:
-            notes.append(f"Instruction not applied: '{a}' and '{b}' undo each other; ask for one of them.")
+            notes.append(f"Instruction not applied: {_as_typed(parsed, a)} and {_as_typed(parsed, b)} undo each other; "
+                         "ask for one of them.")
         if request.seed >= 0 and isinstance(self._backend, OnnxBackend):
             notes.append("ONNX Runtime draws its own noise, so the seed was not applied "
                          "(--engine embedded-torch applies it).")
@@ -234,6 +235,13 @@ class EmbeddedOnnxEngine(EmbeddedEngine):
 
     def _choose_backend(self, device: str):
         return OnnxBackend()
+
+
+def _as_typed(parsed: prosody_mod.ParsedInstruction, style: str) -> str:
+    """A style as the note names it: in the words typed, with the style they were read as when
+    they differ ("'shout' (loud)")."""
+    typed = parsed.said_as.get(style, style)
+    return f"'{typed}'" if typed.lower() == style else f"'{typed}' ({style})"
 
 
 def _level(x: np.ndarray, rms_dbfs: float) -> np.ndarray:

@@ -155,6 +155,9 @@ class ParsedInstruction:
     unrecognized: tuple[str, ...]
     contradictions: tuple[tuple[str, str], ...] = ()
     degree_words: tuple[str, ...] = ()  # "very", "a bit", 非常 ...: styles have one strength
+    # style -> the words that asked for it first ("shout" for loud, 大声 too): a note named "loud"
+    # to a user who typed "shout" (helper-145).
+    said_as: dict = dataclasses.field(default_factory=dict)
 
 
 def parse_instruction(instruction: str | None) -> ParsedInstruction:
@@ -193,7 +196,7 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
             start = _chinese_negation_start(remaining, idx)
             end = idx + len(phrase)
             if start is None:
-                found.append((idx, style))
+                found.append((idx, style, phrase))
                 start = idx
             else:
                 unrecognized.append((start, text[start:end]))
@@ -218,7 +221,7 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
                 unrecognized[negation.index] = (negation.start, text[negation.start:match.end()])
                 negation = None
             else:
-                found.append((match.start(), word_to_style[lower]))
+                found.append((match.start(), word_to_style[lower], token))
             continue
         if negation is not None:
             word = any(ch.isalnum() for ch in token)  # punctuation is no word ("not-fast", "not, fast")
@@ -254,9 +257,11 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
         unrecognized.extend((at, p) for at, p in percentages
                             if not any(start <= at < start + len(t) for start, t in unrecognized))
     styles: list[str] = []
-    for _, style in sorted(found):
+    said_as: dict[str, str] = {}
+    for _, style, typed in sorted(found):
         if style not in styles:
             styles.append(style)
+            said_as[style] = typed
     contradictions = tuple((a, b) for a, b in _CONTRADICTIONS if a in styles and b in styles)
     styles = [s for s in styles if not any(s in pair for pair in contradictions)]
     prosody = Prosody()
@@ -264,7 +269,8 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
         prosody = prosody.combine(STYLES[style])
     return ParsedInstruction(styles=tuple(styles), prosody=prosody,
                              unrecognized=tuple(t for _, t in sorted(unrecognized)), contradictions=contradictions,
-                             degree_words=tuple(dict.fromkeys(t for _, t in sorted(degree))) if styles else ())
+                             degree_words=tuple(dict.fromkeys(t for _, t in sorted(degree))) if styles else (),
+                             said_as=said_as)
 
 
 @dataclasses.dataclass
