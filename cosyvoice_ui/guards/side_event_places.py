@@ -7,8 +7,9 @@ leave Gradio's quickly; nothing bounded the others. helper-146 uploaded one 100 
 1,040 prompt checks naming it (each decoded it again, 3 s in a child, before refusing it as too
 long): the queue stayed full for about 25 minutes, and every Generate, Restart and Free cache got
 "Queue is full". 1,020 Free cache calls, each waiting for the running request, did the same.
-With this bound, the other events hold at most a few hundred places together
-(``tests/test_queue_room.py``). Synthesis events are not limited here.
+With this bound, the three of them hold at most 96 places together (``tests/test_queue_room.py``).
+Synthesis events are not limited here, nor the status, which takes a moment (a flood of unread
+status calls is answered "Queue is full" past the whole queue's bound: ``tests/test_load_faults.py``).
 
 The bound is kept in ``Queue.push``, which both the page's ``/queue/join`` and the REST
 ``/call/<name>`` go through; a refusal is Gradio's own "queue full" answer (HTTP 503) with this
@@ -50,7 +51,9 @@ def install() -> None:
         except Exception:  # noqa: BLE001 - an unknown event: Gradio's own push answers it
             fn = None
         concurrency_id = getattr(fn, "concurrency_id", None)
-        if concurrency_id is not None and concurrency_id != UNBOUNDED_HERE:
+        # Events the page runs outside the queue (the status) reach it only as REST calls, and each
+        # takes a moment: a flood of them is bounded by the whole queue, and drains in seconds.
+        if concurrency_id is not None and concurrency_id != UNBOUNDED_HERE and getattr(fn, "queue", True):
             events = self.event_queue_per_concurrency_id.get(concurrency_id)
             waiting = len(events.queue) if events is not None else 0
             if waiting >= SIDE_WAITING_MAX:
