@@ -53,10 +53,11 @@ def _show_notes(result: dict, for_page: bool) -> None:
         gr.Info(_as_text(note) if for_page else note, duration=12)
 
 
+CHECKED_PROMPTS = CheckedPrompts()  # the page's early checks, remembered per upload
+
 # The error's title by kind of refusal (Gradio's default is "Error"), in what the queue protocol
 # sends. Gradio 6's page heads grouped pop-ups with their kind ("Error") instead, so the page's
 # duplicate press is an Info pop-up (see _events). First match wins.
-CHECKED_PROMPTS = CheckedPrompts()  # the page's early checks, remembered per upload
 _TITLES = ((DuplicateRequest, "Already on its way"), (BusyError, "Busy"), (InputError, "Cannot use this input"),
            (UnusablePromptAudio, "Cannot clone this prompt"), (RequestTimedOut, "Timed out"),
            (SynthesisFailed, "Synthesis failed"), (ServiceStopping, "Stopping"),
