@@ -34,7 +34,7 @@ def refusal(concurrency_id: str, waiting: int) -> str:
 
 
 def install() -> None:
-    """Wrap ``gradio.queueing.Queue.push``: a call whose event's concurrency id is not
+    """Wrap ``gradio.queueing.Queue.push``: a call of a queued event whose concurrency id is not
     :data:`UNBOUNDED_HERE` and has :data:`SIDE_WAITING_MAX` events waiting already is refused as
     Gradio refuses one when the queue is full. Idempotent."""
     global _installed
