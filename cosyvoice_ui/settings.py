@@ -256,9 +256,28 @@ def _parents(folder: str) -> list[str]:
     return out[::-1]
 
 
-def _append_problem(path: str, recognize=None, what: str = "") -> str | None:
+def _not_written_by_the_app(path: str, recognize, what: str) -> str | None:
+    """Why an existing file at ``path`` must not be written to: ``recognize(first_bytes)`` is False
+    (empty files too: a package's empty ``__init__.py`` took the GPU log's samples, helper-147).
+    None when there is no file."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            start = f.read(64 * 1024)
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if recognize(start):
+        return None
+    # Its content is not quoted: the file may be anyone's (helper-145 appended to /etc/passwd).
+    return (f"is {'an empty file' if not start else 'a file that holds something else'}, not a {what} this app "
+            f"wrote; nothing was written to it. Give a new file name, or the {what} of an earlier run")
+
+
+def _append_problem(path: str, recognize=None, what: str = "", rotated: bool = False) -> str | None:
     """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``.
-    ``recognize(first_bytes)`` says whether an existing file is one the app wrote (``what``)."""
+    ``recognize(first_bytes)`` says whether an existing file is one the app wrote (``what``);
+    ``rotated``: ``PATH.1`` must be one too, or absent."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         # A file where a folder of the path should be was "the folder does not exist" (helper-56).
@@ -273,16 +292,10 @@ def _append_problem(path: str, recognize=None, what: str = "") -> str | None:
     if os.path.realpath(path).startswith(("/proc/", "/sys/", "/dev/")):
         return "is a system file; give a file of your own"
     existed = os.path.exists(path)
-    if existed and recognize is not None:
-        try:
-            with open(path, "rb") as f:
-                start = f.read(64 * 1024)
-        except OSError as e:
-            return f"cannot be read ({e.strerror})"
-        if not recognize(start):
-            # Its content is not quoted: the file may be anyone's (helper-145 appended to /etc/passwd).
-            return (f"is a file that holds something else, not a {what} this app wrote; nothing was written to it. "
-                    f"Give a new file name, or the {what} of an earlier run")
+    # The GPU log's rotation renames PATH to PATH.1 over whatever is there (helper-147).
+    for name in ((path, path + ".1") if rotated else (path,)) if recognize is not None else ():
+        if problem := _not_written_by_the_app(name, recognize, what):
+            return problem if name == path else f"its rotation would replace {name!r}, which {problem}"
     try:
         with open(path, "a"):
             pass
@@ -467,7 +480,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     from .monitor.gpu_log import is_gpu_log
     from .monitor.ledger import is_ledger
 
-    kinds = {"gpu_log": (is_gpu_log, "GPU log"), "ledger": (is_ledger, "ledger")}
+    kinds = {"gpu_log": (is_gpu_log, "GPU log", True), "ledger": (is_ledger, "ledger", False)}
     for name in ("gpu_log", "ledger"):
         problem = _append_problem(values[name], *kinds[name]) if values[name] else None
         if problem:

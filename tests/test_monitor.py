@@ -413,3 +413,38 @@ def test_plot_times_are_true_instants_and_the_ledger_names_the_server_zone(monke
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def test_a_file_put_at_the_ledgers_path_after_the_start_is_not_written_to(tmp_path):
+    """The start checks that --ledger names a ledger or no file, but each record opened the path
+    again: a link planted there (`ln -s victim.txt ledger.jsonl`), or a file moved there, took the
+    records (helper-147). Neither is written now; the records stay in memory and the error shows
+    (/healthz degraded). A ledger moved away is still started anew, and a link given at the start
+    is followed."""
+    from cosyvoice_ui.monitor.ledger import Ledger
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("my notes\n")
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path=str(path))
+    ledger.add_event("embedded", "cpu", "refused:input", "first")
+    assert ledger.write_error is None and path.read_text().count("\n") == 1
+    path.unlink()
+    path.symlink_to(victim)
+    ledger.add_event("embedded", "cpu", "refused:input", "second")
+    assert victim.read_text() == "my notes\n" and ledger.write_error and ledger.write_errors == 1
+    path.unlink()
+    victim.rename(path)  # moved there
+    ledger.add_event("embedded", "cpu", "refused:input", "third")
+    assert path.read_text() == "my notes\n" and ledger.write_errors == 2
+    path.unlink()  # moved away: the next record starts a new ledger
+    ledger.add_event("embedded", "cpu", "refused:input", "fourth")
+    assert ledger.write_error is None and "fourth" in path.read_text()
+    assert [r.error for r in ledger.records()] == ["first", "second", "third", "fourth"]
+    real = tmp_path / "real.jsonl"
+    real.write_bytes(path.read_bytes())
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    linked = Ledger(path=str(link))
+    linked.add_event("embedded", "cpu", "refused:input", "fifth")
+    assert linked.write_error is None and "fifth" in real.read_text()

@@ -20,10 +20,10 @@ HEADER_START = "# Date "  # every file this module writes starts so (sampler's c
 
 
 def is_gpu_log(start: bytes) -> bool:
-    """Whether a file whose first bytes are ``start`` is a ``--gpu-log`` file this app wrote (or
-    is empty): appending samples to any other file damaged it (helper-145: ``--gpu-log /etc/passwd``
-    added a line a second to the system's user list)."""
-    return not start or start.startswith(HEADER_START.encode())
+    """Whether a file whose first bytes are ``start`` is a ``--gpu-log`` file this app wrote:
+    appending samples to any other file damaged it (helper-145: ``--gpu-log /etc/passwd`` added a
+    line a second to the system's user list)."""
+    return start.startswith(HEADER_START.encode())
 
 
 class _DmonFile(logging.handlers.RotatingFileHandler):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import json
 import logging
 import math
@@ -15,13 +16,19 @@ import time
 log = logging.getLogger(__name__)
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 def is_ledger(start: bytes) -> bool:
-    """Whether a file whose first bytes are ``start`` is a ``--ledger`` file this app wrote (or is
-    empty): one of its first five lines is a JSON record with ``time_s`` and ``outcome`` (the first
-    may have been cut short by a crash). Appending records to any other file damaged it
-    (helper-145: ``--ledger README.md`` added a JSON line to the README per request)."""
-    if not start.strip():
-        return True
+    """Whether a file whose first bytes are ``start`` is a ``--ledger`` file this app wrote: one of
+    its first five lines is a JSON record with ``time_s`` and ``outcome`` (the first may have been
+    cut short by a crash). Appending records to any other file damaged it (helper-145: ``--ledger
+    README.md`` added a JSON line to the README per request)."""
     for line in start.split(b"\n")[:5]:
         try:
             record = json.loads(line)
@@ -73,13 +80,40 @@ class Ledger:
     def __init__(self, max_records: int = 1000, path: str | None = None) -> None:
         self._records: collections.deque[LedgerRecord] = collections.deque(maxlen=max_records)
         self._lock = threading.Lock()
-        self._path = path
+        # A link given at the start is followed then, once: a link planted at the path later is
+        # not followed (see _open_for_append).
+        self._path = os.path.realpath(path) if path and os.path.islink(path) else path
         self._listeners: list = []
         self.write_errors = 0  # records the file lost since the start (in memory they are kept)
         self.write_error: str | None = None  # the latest, while writing fails; None once it works again
         self._lost_in_outage = 0  # since the file was last writable: what "writable again" reports
         # What earlier runs wrote ends here; read_back() reads no further (not this run's records).
         self._earlier_bytes = os.path.getsize(path) if path and os.path.isfile(path) else 0
+        # The file written to (st_dev, st_ino): the one the start checked, then each one written.
+        self._file_id = _file_id(self._path) if self._path else None
+
+    def _open_for_append(self):
+        """The ledger file, opened to append (made if missing).
+
+        Raises:
+            OSError: also when a link stands at the path (ELOOP), or when the file there is not the
+                one written before and holds no ledger records: a file moved or linked there after
+                the start's check took the records (helper-147: ``ln -s victim.txt ledger.jsonl``).
+        """
+        fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        f = os.fdopen(fd, "ab+")
+        try:
+            stat = os.fstat(fd)
+            if (stat.st_dev, stat.st_ino) != self._file_id and stat.st_size > 0:
+                f.seek(0)
+                if not is_ledger(f.read(64 * 1024)):
+                    raise OSError(errno.EEXIST, "the file now there was put in its place after the start and is "
+                                                "not a ledger; nothing was written to it")
+            self._file_id = (stat.st_dev, stat.st_ino)
+        except BaseException:
+            f.close()
+            raise
+        return f
 
     def subscribe(self, listener) -> None:
         """Call ``listener(record)`` for every record added from now on."""
@@ -90,7 +124,7 @@ class Ledger:
             self._records.append(record)
             if self._path:
                 try:
-                    with open(self._path, "ab+") as f:
+                    with self._open_for_append() as f:
                         # A line cut short (a crash mid-write, a full disk) would swallow this record.
                         cut_short = False
                         if f.seek(0, os.SEEK_END) > 0:
