@@ -722,19 +722,22 @@ def test_a_text_spoken_as_far_more_than_its_length_is_refused():
     assert validate_text("℃" * 100, 2000, ("en",))
 
 
-def test_a_run_of_punctuation_cannot_make_a_segment_past_the_limit():
-    """Punctuation is not spoken, so a run of it stayed in one segment: ``"Hello" + "?!" * 990``
-    was a 1,800-character segment past --max-segment-chars 200, and admission learned memory from
-    that length (helper-146). Runs of more than six marks keep their first and last three."""
+def test_a_run_of_what_is_not_heard_cannot_make_a_segment_past_the_limit():
+    """What is not heard stayed in one segment: ``"Hello" + "?!" * 990`` was a 1,800-character
+    segment past --max-segment-chars 200, and admission learned memory from that length
+    (helper-146); after a first fix for punctuation, runs of ``_``, of dots with combining accents
+    or emoji variation selectors still were (helper-147). Runs of more than twelve keep their first
+    and last six."""
     from cosyvoice_ui.inputs.segments import spoken_chars, split_text
     from cosyvoice_ui.inputs.text import clean_text
 
     for text in ("Hello" + "?!" * 990 + " world", "a" + "." * 1990, "Hi " + "! " * 900 + "there",
-                 "好的" + "。" * 1000):
+                 "好的" + "。" * 1000, "Hello " + "_" * 1800 + " world.", "Hello" + ".\u0301" * 900,
+                 "Hello" + ".\ufe0f" * 900, "Hello. " + "_ " * 900 + "world."):
         segments = split_text(clean_text(text), 200)
         assert max(spoken_chars(s) for s in segments) <= 200, (text[:20], [len(s) for s in segments])
-    assert clean_text("Hello" + "?!" * 990 + " world") == "Hello?!?!?! world"
-    # What people type stays as typed: short runs, closing quotes, spoken signs and symbols.
-    for typed in ("Wait... what?!", 'He said "Stop..."', "Really?!?! No.", "(((hi)))", "100%%%%%%%% sure",
-                  "€€€€€€€€"):
+    assert clean_text("Hello" + "?!" * 990 + " world") == "Hello?!?!?!?!?!?! world"
+    # What people type stays as typed: short runs, closing quotes, smileys, spoken signs and symbols.
+    for typed in ("Wait... what?!", 'He said "No!!!" ... "Yes!!!"', 'He said: "Wow!!!"...', "Really?!?! No.",
+                  ":-) :-) :-) ;-)", "(((hi)))", "100%%%%%%%% sure", "€€€€€€€€", "snake_case_name"):
         assert clean_text(typed) == typed

@@ -137,10 +137,15 @@ def split_text(text: str, max_chars: int) -> list[str]:
     return [text[a:b].strip() for a, b in _without_silent_segments(text, [(a, b) for a, b, _ in segments])]
 
 
+def is_spoken(ch: str) -> bool:
+    """Whether a character is heard: letters, digits and what is read as a word (symbols, "§ % &").
+    Punctuation, combining marks, ``_`` and spaces are not. "§" alone was taken for a pause and a
+    hundred of them joined into one 41 s segment (thirty-fourth newcomer session)."""
+    return ch.isalnum() or _weight(ch) > 1
+
+
 def _speakable(segment: str) -> bool:
-    # Letters, digits and what is read as a word (symbols, "§ % &"): "§" alone was taken for a
-    # pause and a hundred of them joined into one 41 s segment (thirty-fourth newcomer session).
-    return any(ch.isalnum() or _weight(ch) > 1 for ch in segment)
+    return any(map(is_spoken, segment))
 
 
 def _without_silent_segments(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 from ..errors import InputError
-from .segments import spoken_chars
+from .segments import is_spoken, spoken_chars
 
 # Unicode script ranges for the languages people most often type here. Only letters count:
 # digits, punctuation and emoji belong to no language.
@@ -227,31 +227,41 @@ def clean_text(text: str) -> str:
             out.append(value if cat == "Nd" else f" {value} ")
         else:
             out.append(ch)
-    return shorten_punctuation_runs(spell_long_digit_runs(write_decimal_commas_as_points(" ".join("".join(out).split()))))
+    return shorten_unspoken_runs(spell_long_digit_runs(write_decimal_commas_as_points(" ".join("".join(out).split()))))
 
 
-# Seven or more marks in a row (spaces between them allowed): "?!?!?!?!" or "..........".
-_PUNCTUATION_RUN = re.compile(r"[^\w\s](?: ?[^\w\s]){6,}")
-KEPT_PUNCTUATION_MARKS = 3  # at each end of a run: its opening ("...", "?!?") and its closing ('!")')
+KEPT_UNSPOKEN = 6  # characters kept at each end of a longer run of unspoken ones
 
 
-def shorten_punctuation_runs(text: str) -> str:
-    """Keep the first and the last :data:`KEPT_PUNCTUATION_MARKS` marks of every run of more than
-    twice as many punctuation marks (Unicode category P, spaces between marks allowed; ``%``, ``&``,
-    ``#`` and the like, which are read as words, and symbols such as ``€`` or emoji are left as
-    typed). Punctuation is not spoken,
-    so a run of it made a segment as long as it was, past ``--max-segment-chars``: ``"Hello" +
-    "?!" * 990`` was one 1,800-character segment, and admission learned memory from that length
-    (helper-146)."""
-    from .segments import _WORDLIKE_PUNCTUATION
-
-    def shorten(m: re.Match) -> str:
-        marks = m.group().replace(" ", "")
-        if any(not unicodedata.category(ch).startswith("P") or ch in _WORDLIKE_PUNCTUATION for ch in marks):
-            return m.group()
-        return marks[:KEPT_PUNCTUATION_MARKS] + marks[-KEPT_PUNCTUATION_MARKS:]
-
-    return _PUNCTUATION_RUN.sub(shorten, text)
+def shorten_unspoken_runs(text: str) -> str:
+    """Cut the middle out of every run of more than ``2 * KEPT_UNSPOKEN`` characters that are not
+    heard (:func:`~.segments.is_spoken`: punctuation, combining marks, variation selectors, ``_``;
+    single spaces between them belong to the run), keeping its first and last
+    :data:`KEPT_UNSPOKEN`. What is not heard stayed in one segment however long it was:
+    ``"Hello" + "?!" * 990`` was one 1,800-character segment past ``--max-segment-chars 200``, and
+    admission learned memory from that length (helper-146); so were runs of ``_``, of ``.`` with
+    combining accents, and of ``.`` with emoji variation selectors (helper-147). Typed runs such as
+    ``!!!" ... "`` or ``:-) :-) :-) ;-)`` (12) are left as they are, and so is a run of combining
+    marks alone (a pile on one letter, which :func:`validate_text` refuses by name)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if is_spoken(text[i]) or text[i] == " ":
+            out.append(text[i])
+            i += 1
+            continue
+        marks, j = [], i
+        while j < n and (not is_spoken(text[j]) and text[j] != " "
+                         or text[j] == " " and j + 1 < n and not is_spoken(text[j + 1]) and text[j + 1] != " "):
+            if text[j] != " ":
+                marks.append(j)
+            j += 1
+        # Combining marks alone are a pile on a letter, which validate_text refuses by name.
+        if len(marks) > 2 * KEPT_UNSPOKEN and not all(unicodedata.category(text[k]).startswith("M") for k in marks):
+            out.append(text[i:marks[KEPT_UNSPOKEN - 1] + 1] + text[marks[-KEPT_UNSPOKEN]:j])
+        else:
+            out.append(text[i:j])
+        i = j
+    return "".join(out)
 
 
 # Amounts written the continental European way: "1.234,56" (points group, a comma before the
