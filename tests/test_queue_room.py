@@ -96,3 +96,49 @@ def test_a_repeated_prompt_check_decodes_the_upload_once(tmp_path, monkeypatch):
     checks.problem(str(third))
     checks.problem(prompt)
     assert decoded.count(prompt) == 2
+
+
+def test_unqueued_events_joined_to_the_queue_hold_a_bounded_share_of_it():
+    """The page runs the status, the monitor's refresh and the presets outside the queue, but anyone
+    can join them to it: 2,500 joins of the monitor's refresh, 32 at a time, refused 20 of 35
+    Generates with "Queue is full" (helper-147). Together they hold at most UNQUEUED_WAITING_MAX
+    places; the slow side events SIDE_WAITING_MAX each; speech is not bounded here. Gradio's own
+    Queue.push, with the app's wrap, on a page of one event of each kind and filled waiting lists."""
+    import asyncio
+    import types
+
+    import gradio as gr
+    from gradio.data_classes import PredictBodyInternal
+    from gradio.queueing import EventQueue
+
+    from cosyvoice_ui.guards import side_event_places
+    from cosyvoice_ui.guards.side_event_places import SIDE_WAITING_MAX, UNQUEUED_WAITING_MAX
+
+    side_event_places.install()
+    with gr.Blocks() as demo:
+        button = gr.Button()
+        button.click(lambda: None, queue=False, api_name="status")
+        button.click(lambda: None, concurrency_id="free_cache", api_name="free_cache")
+        button.click(lambda: None, concurrency_id="synthesize", api_name="synthesize")
+    demo.queue(max_size=1000)
+    queue = demo._queue
+    index = {fn.api_name: i for i, fn in demo.fns.items()}
+
+    def fill(api_name: str, waiting: int) -> None:
+        fn = demo.fns[index[api_name]]
+        queue.event_queue_per_concurrency_id[fn.concurrency_id] = events = EventQueue(fn.concurrency_id, 4)
+        events.queue.extend(types.SimpleNamespace(fn=fn, session_hash=f"w{i}", _id=f"w{i}", alive=False)
+                            for i in range(waiting))
+
+    def push(api_name: str):
+        body = PredictBodyInternal(session_hash="s", fn_index=index[api_name], data=[])
+        return asyncio.run(queue.push(body, None, None))
+
+    fill("status", UNQUEUED_WAITING_MAX)
+    fill("free_cache", SIDE_WAITING_MAX)
+    fill("synthesize", 400)
+    for api_name, kind in (("status", "status and monitor calls"), ("free_cache", "Free cache calls")):
+        success, message, state = push(api_name)
+        assert not success and state == "queue_full" and f"Too many {kind} are waiting already" in message, message
+    success, event_id, state = push("synthesize")  # 932 waiting in all: Gradio's own bound (1000) only
+    assert success and state == "success", event_id
