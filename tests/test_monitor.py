@@ -260,7 +260,8 @@ def test_gpu_log_replaced_by_a_terminal_is_refused_without_waiting(tmp_path):
     """A link to a pty put in the GPU log's place: the character device was written to, and once
     the pty's buffer was full (nobody read its other end) write() waited for good, sampling
     stopped, and /healthz showed no error (helper-125). A terminal is now refused at once, as a
-    FIFO is, counted as a failure; /dev/null, a character device that never waits, still works."""
+    FIFO is, counted as a failure; and a link put at the path after the start is not followed at
+    all (helper-148), so the pty is refused as a link."""
     import threading
 
     from cosyvoice_ui.monitor.gpu_log import GpuLog
@@ -280,16 +281,16 @@ def test_gpu_log_replaced_by_a_terminal_is_refused_without_waiting(tmp_path):
         writer.start()
         writer.join(timeout=10)
         assert not writer.is_alive(), "the writes wait on the pty nobody reads"
-        assert gpu_log.write_errors == 2000 and "terminal" in gpu_log.error, (gpu_log.write_errors, gpu_log.error)
+        assert gpu_log.write_errors == 2000 and "symbolic links" in gpu_log.error, (gpu_log.write_errors,
+                                                                                    gpu_log.error)
         try:
             leaked = os.read(master, 100)
         except BlockingIOError:
             leaked = b""
         assert leaked == b"", f"lines went to the terminal: {leaked!r}"
-        path.unlink()
-        path.symlink_to("/dev/null")
-        gpu_log.write("into /dev/null\n")
-        assert gpu_log.error is None and gpu_log.write_errors == 2000
+        path.unlink()  # the link gone, the path is started anew
+        gpu_log.write("after\n")
+        assert gpu_log.error is None and gpu_log.write_errors == 2000 and path.read_text().endswith("after\n")
         gpu_log.close()
     finally:
         # A write stuck on the full pty (the old code) returns once the pty's other end is closed.
@@ -448,3 +449,37 @@ def test_a_file_put_at_the_ledgers_path_after_the_start_is_not_written_to(tmp_pa
     linked = Ledger(path=str(link))
     linked.add_event("embedded", "cpu", "refused:input", "fifth")
     assert linked.write_error is None and "fifth" in real.read_text()
+
+
+def test_a_file_put_at_the_gpu_logs_path_after_the_start_is_not_written_to(tmp_path):
+    """The GPU log opens its path again when the file there changes (logrotate): a link to a file
+    of the user's, or such a file moved there, got the samples (helper-148). Neither is written
+    now, the error shows, and a path left empty is started anew."""
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("my notes\n")
+    path = tmp_path / "gpu.log"
+    log = GpuLog(str(path), 2**20, "# Date header\n")
+    log.write("1 first\n")
+    assert path.read_text() == "# Date header\n1 first\n"
+    path.unlink()
+    path.symlink_to(victim)
+    log.write("2 second\n")
+    assert victim.read_text() == "my notes\n" and log.write_errors == 1, log.error
+    path.unlink()
+    victim.rename(path)
+    log.write("3 third\n")
+    assert path.read_text() == "my notes\n" and log.write_errors == 2 and "did not write" in log.error
+    path.unlink()
+    log.write("4 fourth\n")
+    assert path.read_text() == "# Date header\n4 fourth\n"
+    log.close()
+    real = tmp_path / "real.log"
+    real.write_text("# Date header\n")
+    link = tmp_path / "link.log"
+    link.symlink_to(real)
+    linked = GpuLog(str(link), 2**20, "# Date header\n")
+    linked.write("5 fifth\n")
+    linked.close()
+    assert "5 fifth" in real.read_text() and linked.write_errors == 0

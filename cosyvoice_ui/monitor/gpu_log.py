@@ -28,6 +28,14 @@ def is_gpu_log(start: bytes) -> bool:
 
 class _DmonFile(logging.handlers.RotatingFileHandler):
     def __init__(self, path: str, max_bytes: int, header: str) -> None:
+        # A link given at the start is followed then, once: one planted later is not (_open).
+        path = os.path.realpath(path) if os.path.islink(path) else path
+        # The file last opened (st_dev, st_ino): at first the one the start's check accepted.
+        try:
+            on_disk = os.stat(path)
+            self._file_id: tuple[int, int] | None = (on_disk.st_dev, on_disk.st_ino)
+        except OSError:
+            self._file_id = None
         super().__init__(path, maxBytes=max_bytes, backupCount=1, encoding="utf-8")
         self.terminator = ""  # the lines bring their own newlines
         self._header = header
@@ -41,7 +49,9 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         """The log's path opened for writing (``mode`` "a" or "w"; the handler's own by default).
 
         Raises:
-            OSError: the path cannot be opened, or is a FIFO, socket or terminal.
+            OSError: the path cannot be opened, is a link, a FIFO, socket or terminal, or is a
+                file other than the one opened before that holds no GPU log (put there while the
+                app ran: helper-148 linked the path to a file of its own and got samples in it).
         """
         # A FIFO put in the log's place made the reopen wait in open() for a reader for good,
         # holding the handler's lock: sampling stopped, no error was counted, and the shutdown
@@ -51,8 +61,9 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         # write() the same way (helper-125); O_NOCTTY keeps it from becoming the app's terminal.
         # Other character devices (/dev/null, /dev/full in the tests) never wait on anyone.
         mode = mode or self.mode
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | \
-            (os.O_APPEND if mode == "a" else os.O_TRUNC)
+        # Read and write: a file not opened before is read first; truncated ("w") only after that.
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW | \
+            (os.O_APPEND if mode == "a" else 0)
         try:
             fd = os.open(self.baseFilename, flags, 0o666)
         except OSError as e:
@@ -66,6 +77,14 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
                 raise OSError(errno.EINVAL, "a FIFO or socket is in its place, not a regular file", self.baseFilename)
             if os.isatty(fd):
                 raise OSError(errno.EINVAL, "a terminal is in its place, not a regular file", self.baseFilename)
+            held = os.fstat(fd)
+            if (stat.S_ISREG(kind) and held.st_size and (held.st_dev, held.st_ino) != self._file_id
+                    and not is_gpu_log(os.pread(fd, 64 * 1024, 0))):
+                raise OSError(errno.EEXIST, "a file the app did not write is in its place; nothing was written "
+                                            "to it", self.baseFilename)
+            self._file_id = (held.st_dev, held.st_ino)
+            if mode == "w" and stat.S_ISREG(kind):
+                os.ftruncate(fd, 0)
             os.set_blocking(fd, True)
             return open(fd, mode, encoding=self.encoding, errors=self.errors)
         except BaseException:
