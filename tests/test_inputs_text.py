@@ -267,6 +267,7 @@ def _requested(text: str, engine: str = "embedded"):
      '<svg><text>icon</text></svg><p>Hello.</p>', "Welcome. Hello."),
     ('<mstts:express-as style="cheerful">Yay!</mstts:express-as> <!-- hidden -->', "Yay!"),
     ("[laughter] Oh <strong>no</strong>, <laughter>ha ha</laughter>.", "Oh no, ha ha."),
+    ('<svg onload="window.__w=1"> Hello there.', "Hello there."),  # an unpaired <svg> (helper-148)
     ("## Intro\nThis is **bold** and *it* and ~~old~~ `code`.\n- one\n* two\n> quoted\n---\n"
      "See [the docs](https://x.y/a_b).", "Intro. This is bold and it and old code. one. two. quoted See the docs."),
 ])
