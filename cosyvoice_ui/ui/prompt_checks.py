@@ -16,7 +16,7 @@ import threading
 from ..errors import InputError
 from ..inputs.prompt_audio import load_prompt_audio
 
-REMEMBERED_FILES = 256  # answers kept, newest used last dropped last
+REMEMBERED_FILES = 256  # answers kept; the one used least recently goes first
 
 
 class CheckedPrompts:
