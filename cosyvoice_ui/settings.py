@@ -257,9 +257,10 @@ def _parents(folder: str) -> list[str]:
 
 
 def _not_written_by_the_app(path: str, recognize, what: str) -> str | None:
-    """Why an existing file at ``path`` must not be written to: ``recognize(first_bytes)`` is False
-    (empty files too: a package's empty ``__init__.py`` took the GPU log's samples, helper-147).
-    None when there is no file."""
+    """Why an existing file at ``path`` must not be written to: ``recognize(first_bytes)`` is False.
+    None when there is no file, or an empty one: logrotate's ``create`` and ``copytruncate`` leave
+    the app's own files empty, and refusing them stopped the next start (helper-149); an empty
+    file holds nothing to lose."""
     if not os.path.lexists(path):
         return None
     try:
@@ -267,11 +268,11 @@ def _not_written_by_the_app(path: str, recognize, what: str) -> str | None:
             start = f.read(64 * 1024)
     except OSError as e:
         return f"cannot be read ({e.strerror})"
-    if recognize(start):
+    if not start or recognize(start):
         return None
     # Its content is not quoted: the file may be anyone's (helper-145 appended to /etc/passwd).
-    return (f"is {'an empty file' if not start else 'a file that holds something else'}, not a {what} this app "
-            f"wrote; nothing was written to it. Give a new file name, or the {what} of an earlier run")
+    return (f"is a file that holds something else, not a {what} this app wrote; nothing was written to it. "
+            f"Give a new file name, or the {what} of an earlier run")
 
 
 def _append_problem(path: str, recognize=None, what: str = "", rotated: bool = False) -> str | None:

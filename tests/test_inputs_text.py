@@ -283,7 +283,8 @@ def test_markup_is_removed_with_a_note(typed, spoken):
                                    "snake_case_name", "AT&T and R&D; &foo; here", "[1] See note", "if a<b and c>d then",
                                    # fortieth newcomer session: tags named in prose, signs before numbers, names
                                    "Use a <p> tag; the <head> of it.", "> 5 people came.", "+ 5 points.",
-                                   "Use __init__ and A__B."])
+                                   "Use __init__ and A__B.",
+                                   "Use <template> files; see <template>.", "Tags: <slot>, <Slot/>, <SLOT />"])
 def test_text_that_only_looks_like_markup_is_kept(typed):
     text, notes = _requested(typed)
     assert notes == [] and text == clean_text(typed)
@@ -734,7 +735,8 @@ def test_a_run_of_what_is_not_heard_cannot_make_a_segment_past_the_limit():
 
     for text in ("Hello" + "?!" * 990 + " world", "a" + "." * 1990, "Hi " + "! " * 900 + "there",
                  "好的" + "。" * 1000, "Hello " + "_" * 1800 + " world.", "Hello" + ".\u0301" * 900,
-                 "Hello" + ".\ufe0f" * 900, "Hello. " + "_ " * 900 + "world."):
+                 "Hello" + ".\ufe0f" * 900, "Hello. " + "_ " * 900 + "world.",
+                 "Hello" + " \u0301" * 950 + " world.", "Hello" + " \ufe0f" * 1000 + " world."):  # helper-149
         segments = split_text(clean_text(text), 200)
         assert max(spoken_chars(s) for s in segments) <= 200, (text[:20], [len(s) for s in segments])
     assert clean_text("Hello" + "?!" * 990 + " world") == "Hello?!?!?!?!?!?! world"

@@ -440,8 +440,17 @@ def test_a_file_put_at_the_ledgers_path_after_the_start_is_not_written_to(tmp_pa
     assert path.read_text() == "my notes\n" and ledger.write_errors == 2
     path.unlink()  # moved away: the next record starts a new ledger
     ledger.add_event("embedded", "cpu", "refused:input", "fourth")
+    assert ledger.write_error is None
+    # A file that took the ledger's inode number after it was deleted was taken for it (helper-149):
+    # the same file rewritten stands for it here (same inode, another size, not a ledger).
+    with open(path, "r+") as f:
+        f.write("user's notes, longer than one record of the ledger" * 20)
+    ledger.add_event("embedded", "cpu", "refused:input", "not written")
+    assert "not written" not in path.read_text() and ledger.write_error
+    path.unlink()
+    ledger.add_event("embedded", "cpu", "refused:input", "fourth")
     assert ledger.write_error is None and "fourth" in path.read_text()
-    assert [r.error for r in ledger.records()] == ["first", "second", "third", "fourth"]
+    assert [r.error for r in ledger.records()] == ["first", "second", "third", "fourth", "not written", "fourth"]
     real = tmp_path / "real.jsonl"
     real.write_bytes(path.read_bytes())
     link = tmp_path / "link.jsonl"
@@ -483,3 +492,18 @@ def test_a_file_put_at_the_gpu_logs_path_after_the_start_is_not_written_to(tmp_p
     linked.write("5 fifth\n")
     linked.close()
     assert "5 fifth" in real.read_text() and linked.write_errors == 0
+
+
+def test_a_file_put_at_the_gpu_logs_rotation_path_is_left_as_it_is(tmp_path):
+    """The rotation renamed the log over PATH.1: a file put there while the app ran was lost
+    (helper-149; the start refuses one already there). Now the log starts over in PATH instead."""
+    from cosyvoice_ui.monitor.gpu_log import GpuLog
+
+    path = tmp_path / "gpu.log"
+    log = GpuLog(str(path), 200, "# Date header\n")
+    (tmp_path / "gpu.log.1").write_text("my thesis notes\n")
+    for i in range(20):
+        log.write(f"{i} a sample line of about forty characters\n")
+    log.close()
+    assert (tmp_path / "gpu.log.1").read_text() == "my thesis notes\n"
+    assert path.read_text().startswith("# Date header\n") and len(path.read_bytes()) <= 200

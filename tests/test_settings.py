@@ -87,22 +87,19 @@ from .conftest import ROOT, free_port
     # Any existing file was appended to: --gpu-log /etc/passwd added a line a second (helper-145).
     (["--gpu-log", "{tmp}/a_file"], "--gpu-log '{tmp}/a_file': is a file that holds something else, not a GPU log"),
     (["--ledger", "{tmp}/a_file"], "--ledger '{tmp}/a_file': is a file that holds something else, not a ledger"),
-    # An empty file too (a package's __init__.py), and the file the GPU log's rotation renames over (helper-147).
-    (["--gpu-log", "{tmp}/empty"], "--gpu-log '{tmp}/empty': is an empty file, not a GPU log this app wrote"),
-    (["--ledger", "{tmp}/empty"], "--ledger '{tmp}/empty': is an empty file, not a ledger"),
+    # The file the GPU log's rotation renames over (helper-147).
     (["--gpu-log", "{tmp}/gpu.log"], "--gpu-log '{tmp}/gpu.log': its rotation would replace '{tmp}/gpu.log.1', which is a "
                                      "file that holds something else"),
 ])
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
-    (tmp_path / "empty").write_bytes(b"")
     (tmp_path / "gpu.log.1").write_text("my notes")
     with pytest.raises(SystemExit) as e:
         parse_settings([a.format(tmp=tmp_path) for a in argv])
     assert e.value.code == 2
     assert fragment.format(tmp=tmp_path) in capsys.readouterr().err
     assert (tmp_path / "a_file").read_text() == "a file where a folder of a path is meant"  # left as it was
-    assert (tmp_path / "empty").read_bytes() == b"" and (tmp_path / "gpu.log.1").read_text() == "my notes"
+    assert (tmp_path / "gpu.log.1").read_text() == "my notes"
 
 
 @pytest.mark.parametrize("variable,value,fragment", [
@@ -405,7 +402,9 @@ def test_a_forwarded_allow_ips_of_anyone_is_warned_about(capsys):
 
 def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
     """The files the app writes are recognized (others are refused: test_bad_flag_is_named), also
-    a ledger whose first line a crash cut short, and a GPU log's rotated file."""
+    a ledger whose first line a crash cut short, a GPU log's rotated file, and an empty file:
+    logrotate's create and copytruncate leave the app's own files empty, and refusing those stopped
+    the next start (helper-149)."""
     from cosyvoice_ui.monitor.gpu_log import GpuLog
     from cosyvoice_ui.monitor.ledger import Ledger
     from cosyvoice_ui.monitor.sampler import _DMON_HEADER
@@ -422,3 +421,6 @@ def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
     cut.write_bytes(b'{"time_s": 17963, "outc' + b"\n" + ledger.read_bytes())
     (tmp_path / "gpu.log.1").write_bytes(gpu_log.read_bytes())
     assert parse_settings(["--ledger", str(cut), "--gpu-log", str(gpu_log)]).ledger == str(cut)
+    (tmp_path / "emptied.jsonl").write_bytes(b"")
+    (tmp_path / "emptied.log").write_bytes(b"")
+    assert parse_settings(["--ledger", str(tmp_path / "emptied.jsonl"), "--gpu-log", str(tmp_path / "emptied.log")])

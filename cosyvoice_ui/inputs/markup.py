@@ -29,7 +29,7 @@ span strike strong sub summary sup table tbody td textarea tfoot th thead time t
 script style noscript iframe button link
 video audio source track picture canvas object embed param dialog menu legend fieldset optgroup datalist
 output progress meter area map base body head html nav label ruby rt rp frame frameset
-svg math template slot marquee blink
+svg math marquee blink
 """.split())  # svg ... blink: "<svg onload=...> happy" was read out piece by piece (helper-148)
 # Attributes that stand without a value (HTML's boolean attributes): "<video controls autoplay>" was
 # read aloud, tag and all (forty-fifth newcomer session). Any other attribute must have a value:

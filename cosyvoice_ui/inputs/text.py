@@ -255,8 +255,10 @@ def shorten_unspoken_runs(text: str) -> str:
             if text[j] != " ":
                 marks.append(j)
             j += 1
-        # Combining marks alone are a pile on a letter, which validate_text refuses by name.
-        if len(marks) > 2 * KEPT_UNSPOKEN and not all(unicodedata.category(text[k]).startswith("M") for k in marks):
+        # Combining marks alone, with no space between, are a pile on a letter, which validate_text
+        # refuses by name; spaced, they were one 1,727-character segment (helper-149).
+        pile = j - i == len(marks) and all(unicodedata.category(text[k]).startswith("M") for k in marks)
+        if len(marks) > 2 * KEPT_UNSPOKEN and not pile:
             out.append(text[i:marks[KEPT_UNSPOKEN - 1] + 1] + text[marks[-KEPT_UNSPOKEN]:j])
         else:
             out.append(text[i:j])

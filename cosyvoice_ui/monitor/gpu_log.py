@@ -93,6 +93,7 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
 
     def doRollover(self) -> None:
         try:
+            self._refuse_a_foreign_rotation_file()
             super().doRollover()
         except OSError as e:
             # PATH.1 cannot be replaced (a folder, no permission): every later sample was dropped
@@ -112,6 +113,21 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         # full file rotated at start had them twice (helper-114).
         if self.stream and self.stream.tell() == 0 and not self._writing_header:
             self.stream.write(self._header)
+
+    def _refuse_a_foreign_rotation_file(self) -> None:
+        """Raise OSError when ``PATH.1`` is a file the app did not write: the rotation renamed the
+        log over it, and a file put there while the app ran was lost (helper-149; the start
+        refuses one that is there already). A link there is replaced, not followed."""
+        rotated = self.baseFilename + ".1"
+        try:
+            if os.path.islink(rotated) or not os.path.isfile(rotated):
+                return
+            with open(rotated, "rb") as f:
+                start = f.read(64 * 1024)
+        except OSError:
+            return  # the rename itself then says what is wrong
+        if start and not is_gpu_log(start):
+            raise OSError(errno.EEXIST, "a file the app did not write is there; it is left as it is", rotated)
 
     def _reopen_if_moved(self) -> None:
         # The path renamed or deleted under the app (by hand, by logrotate): the open handle kept

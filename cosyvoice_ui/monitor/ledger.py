@@ -16,12 +16,12 @@ import time
 log = logging.getLogger(__name__)
 
 
-def _file_id(path: str) -> tuple[int, int] | None:
+def _file_id(path: str) -> tuple[int, int, int] | None:
     try:
         stat = os.stat(path)
     except OSError:
         return None
-    return stat.st_dev, stat.st_ino
+    return stat.st_dev, stat.st_ino, stat.st_size
 
 
 def is_ledger(start: bytes) -> bool:
@@ -89,7 +89,9 @@ class Ledger:
         self._lost_in_outage = 0  # since the file was last writable: what "writable again" reports
         # What earlier runs wrote ends here; read_back() reads no further (not this run's records).
         self._earlier_bytes = os.path.getsize(path) if path and os.path.isfile(path) else 0
-        # The file written to (st_dev, st_ino): the one the start checked, then each one written.
+        # The file written to (st_dev, st_ino, size): the one the start checked, then each one
+        # written. Its size too: a file made after the ledger's was deleted may get its inode
+        # number, and was taken for it (helper-149).
         self._file_id = _file_id(self._path) if self._path else None
 
     def _open_for_append(self):
@@ -104,12 +106,14 @@ class Ledger:
         f = os.fdopen(fd, "ab+")
         try:
             stat = os.fstat(fd)
-            if (stat.st_dev, stat.st_ino) != self._file_id and stat.st_size > 0:
+            known = self._file_id is not None and (stat.st_dev, stat.st_ino) == self._file_id[:2] \
+                and stat.st_size in (self._file_id[2], 0)  # or emptied (by logrotate's copytruncate)
+            if not known and stat.st_size > 0:
                 f.seek(0)
                 if not is_ledger(f.read(64 * 1024)):
                     raise OSError(errno.EEXIST, "the file now there was put in its place after the start and is "
                                                 "not a ledger; nothing was written to it")
-            self._file_id = (stat.st_dev, stat.st_ino)
+            self._file_id = (stat.st_dev, stat.st_ino, stat.st_size)
         except BaseException:
             f.close()
             raise
@@ -132,6 +136,8 @@ class Ledger:
                             cut_short = f.read(1) != b"\n"
                         line = json.dumps(dataclasses.asdict(record), ensure_ascii=False) + "\n"
                         f.write((("\n" if cut_short else "") + line).encode("utf-8"))
+                        f.flush()
+                        self._file_id = self._file_id[:2] + (os.fstat(f.fileno()).st_size,)
                     if self.write_error:
                         log.warning("ledger %s is writable again; %d record(s) were not written to it (%d since "
                                     "the start)", self._path, self._lost_in_outage, self.write_errors)
