@@ -455,10 +455,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
     if values["auth"] is not None and (":" not in values["auth"] or not all(values["auth"].partition(":")[::2])):
         parser.error("--auth must look like USER:PASSWORD, both non-empty")
     if values["auth"] is not None:
-        # Gradio's login strips the user name typed; kept here, " user " could never log in, and a
-        # stray space in an env file locked everyone out with no word at start (forty-fourth
-        # newcomer session). Neither part is shown: either may be the other's secret.
-        # Gradio strips the user name typed, not the password (helper-145: the message said so of both).
+        # Gradio's login strips the user name typed (not the password): kept here, " user " could
+        # never log in, and a stray space in an env file locked everyone out with no word at start
+        # (forty-fourth newcomer session). Neither part is shown: either may be the other's secret.
         why = {"user name": "which no login could match (Gradio strips the user name typed)",
                "password": "which every login would then have to type too"}
         for part, name in zip(values["auth"].partition(":")[::2], ("user name", "password")):

@@ -39,6 +39,16 @@ def refusal(concurrency_id: str, waiting: int) -> str:
             "its other places for speech requests. Try again in a minute.")
 
 
+def _unqueued_ids(blocks) -> frozenset:
+    """The concurrency ids of ``blocks``' unqueued events, worked out once per page: a flood of
+    joins would otherwise walk every event of the page for each call."""
+    ids = getattr(blocks, "_cosyvoice_unqueued_ids", None)
+    if ids is None:
+        ids = frozenset(f.concurrency_id for f in blocks.fns.values() if not f.queue)
+        blocks._cosyvoice_unqueued_ids = ids
+    return ids
+
+
 def install() -> None:
     """Wrap ``gradio.queueing.Queue.push``: a call of a queued event whose concurrency id is not
     :data:`UNBOUNDED_HERE` and has :data:`SIDE_WAITING_MAX` events waiting already, or of an
@@ -65,7 +75,7 @@ def install() -> None:
                 if waiting >= SIDE_WAITING_MAX:
                     return False, refusal(concurrency_id, waiting), "queue_full"
             else:
-                unqueued = {f.concurrency_id for f in self.blocks.fns.values() if not f.queue}
+                unqueued = _unqueued_ids(self.blocks)
                 waiting = sum(len(events.queue) for cid, events in self.event_queue_per_concurrency_id.items()
                               if cid in unqueued)
                 if waiting >= UNQUEUED_WAITING_MAX:
