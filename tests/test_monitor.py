@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 import time
+
+import pytest
 
 from cosyvoice_ui.monitor.nvml import NvmlReader
 from cosyvoice_ui.monitor.sampler import MemoryMonitor
+
+from .conftest import ROOT
 
 
 def test_nvml_absence_is_explained_not_raised():
@@ -507,3 +514,40 @@ def test_a_file_put_at_the_gpu_logs_rotation_path_is_left_as_it_is(tmp_path):
     log.close()
     assert (tmp_path / "gpu.log.1").read_text() == "my thesis notes\n"
     assert path.read_text().startswith("# Date header\n") and len(path.read_bytes()) <= 200
+
+
+def test_a_rotation_path_the_app_cannot_read_is_left_as_it_is(tmp_path):
+    """The rotation's check of PATH.1 gave up on a file it could not read, and the rename (which
+    needs no read permission) replaced a mode-000 file of another user's (helper-151, run as
+    nobody). Root reads every file, so as root the log runs here without the capabilities that
+    let it (util-linux's setpriv), as the app runs under a user of its own."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+from cosyvoice_ui.monitor.gpu_log import GpuLog
+path = os.path.join({str(tmp_path)!r}, "gpu.log")
+log = GpuLog(path, 200, "# Date header\\n")
+with open(path + ".1", "w") as f:
+    f.write("private notes\\n")
+os.chmod(path + ".1", 0)
+try:
+    open(path + ".1").close()
+    print("this user reads a mode-000 file")
+    sys.exit(3)
+except PermissionError:
+    pass
+for i in range(20):
+    log.write(f"{{i}} a sample line of about forty characters\\n")
+log.close()
+"""
+    command = [sys.executable, "-c", script]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without util-linux's setpriv: a mode-000 file cannot be made unreadable")
+        drop = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"] + command
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    os.chmod(tmp_path / "gpu.log.1", 0o600)
+    assert (tmp_path / "gpu.log.1").read_text() == "private notes\n"
+    assert (tmp_path / "gpu.log").read_text().startswith("# Date header\n")

@@ -87,6 +87,8 @@ from .conftest import ROOT, free_port
     # Any existing file was appended to: --gpu-log /etc/passwd added a line a second (helper-145).
     (["--gpu-log", "{tmp}/a_file"], "--gpu-log '{tmp}/a_file': is a file that holds something else, not a GPU log"),
     (["--ledger", "{tmp}/a_file"], "--ledger '{tmp}/a_file': is a file that holds something else, not a ledger"),
+    # A file that breaks JSON decoding raised a bare RecursionError (helper-151).
+    (["--ledger", "{tmp}/deep.json"], "--ledger '{tmp}/deep.json': is a file that holds something else, not a ledger"),
     # The file the GPU log's rotation renames over (helper-147).
     (["--gpu-log", "{tmp}/gpu.log"], "--gpu-log '{tmp}/gpu.log': its rotation would replace '{tmp}/gpu.log.1', which is a "
                                      "file that holds something else"),
@@ -94,6 +96,7 @@ from .conftest import ROOT, free_port
 def test_bad_flag_is_named(argv, fragment, tmp_path, capsys):
     (tmp_path / "a_file").write_text("a file where a folder of a path is meant")
     (tmp_path / "gpu.log.1").write_text("my notes")
+    (tmp_path / "deep.json").write_text("[" * 70_000)
     with pytest.raises(SystemExit) as e:
         parse_settings([a.format(tmp=tmp_path) for a in argv])
     assert e.value.code == 2
@@ -407,7 +410,7 @@ def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
     the next start (helper-149)."""
     from cosyvoice_ui.monitor.gpu_log import GpuLog
     from cosyvoice_ui.monitor.ledger import Ledger
-    from cosyvoice_ui.monitor.sampler import _DMON_HEADER
+    from cosyvoice_ui.monitor.sampler import _DMON_HEADER, Sample, format_dmon_line
 
     ledger = tmp_path / "ledger.jsonl"
     Ledger(path=str(ledger)).add_event("embedded", "cpu", "refused:input", "an empty text")
@@ -421,6 +424,19 @@ def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
     cut.write_bytes(b'{"time_s": 17963, "outc' + b"\n" + ledger.read_bytes())
     (tmp_path / "gpu.log.1").write_bytes(gpu_log.read_bytes())
     assert parse_settings(["--ledger", str(cut), "--gpu-log", str(gpu_log)]).ledger == str(cut)
+    # logrotate's copytruncate empties the log in place; the samples after it came with no column
+    # names, and the next start refused the file (helper-151). The header is written again.
+    log = GpuLog(str(gpu_log), 2**20, _DMON_HEADER)
+    sample = format_dmon_line(Sample(time.time(), (), 1234, None, 700 * 2**20, None, None, 600 * 2**20, "ready"))
+    log.write(sample)
+    with open(gpu_log, "r+") as f:
+        f.truncate(0)
+    log.write(sample)
+    log.close()
+    assert gpu_log.read_text() == _DMON_HEADER + sample
+    # And a log that starts with a sample line (emptied between the check and a write) is its own.
+    gpu_log.write_text(sample)
+    assert parse_settings(["--gpu-log", str(gpu_log)]).gpu_log == str(gpu_log)
     (tmp_path / "emptied.jsonl").write_bytes(b"")
     (tmp_path / "emptied.log").write_bytes(b"")
     assert parse_settings(["--ledger", str(tmp_path / "emptied.jsonl"), "--gpu-log", str(tmp_path / "emptied.log")])

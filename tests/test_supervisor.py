@@ -645,6 +645,37 @@ def test_every_request_leaves_a_ledger_record(tmp_path, monkeypatch):
     assert [r.outcome for r in sup.ledger.records()] == ["ok", "out_of_memory", "crash"]
 
 
+def test_a_ledger_file_that_breaks_json_keeps_every_request_answered(tmp_path, monkeypatch):
+    """A file of 70,000 "[" moved to the --ledger path after the start made the ledger's check of
+    it raise RecursionError: the dispatcher died, every later request and Restart hung in the
+    client, and SIGTERM no longer ended the app (helper-151). Now the file is refused as any other
+    one the app did not write, and requests, the stop and its drain go on."""
+    from cosyvoice_ui.monitor.ledger import Ledger
+
+    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
+    path = tmp_path / "ledger.jsonl"
+    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, ledger=Ledger(path=str(path))).start()
+    try:
+        assert sup.wait_ready(60)
+        sup.synthesize(SynthesisRequest(text="fine", segments=("fine",)))
+        deep = tmp_path / "deep"
+        deep.write_text("[" * 70_000 + "\n")
+        deep.rename(path)
+        for _ in range(2):
+            output, _ = sup.submit(SynthesisRequest(text="fine", segments=("fine",))).result(timeout=60)
+            assert len(output.audio) > 0
+        assert sup.ledger.write_errors == 2 and "not a ledger" in sup.ledger.write_error
+        waiting = [sup.submit(SynthesisRequest(text=f"sleep:{s} fine", segments=(f"sleep:{s} fine",)))
+                   for s in (2, 0, 0)]
+        _wait_in_flight(sup)
+    finally:
+        sup.stop(grace_s=1)
+    for future in waiting:  # each answered: the one running, and the two the stop's drain turned away
+        assert future.done()
+    assert path.read_text() == "[" * 70_000 + "\n"
+    assert [r.outcome for r in sup.ledger.records()][:3] == ["ok", "ok", "ok"]
+
+
 def test_out_of_memory_retries_with_smaller_segments(fault_supervisor):
     text = "A sentence that is long enough, with a clause, and another clause, to be split in two."
     output, stats = fault_supervisor.synthesize(

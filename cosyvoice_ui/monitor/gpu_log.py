@@ -11,6 +11,7 @@ import errno
 import logging
 import logging.handlers
 import os
+import re
 import stat
 import sys
 
@@ -19,11 +20,17 @@ log = logging.getLogger(__name__)
 HEADER_START = "# Date "  # every file this module writes starts so (sampler's column header)
 
 
+# A sample line (sampler.format_dmon_line): date and time, then the columns. A file may start
+# with one: logrotate's copytruncate can empty the log between the header check and a write.
+_SAMPLE_LINE = re.compile(rb"  \d{8}   \d\d:\d\d:\d\d  ")
+
+
 def is_gpu_log(start: bytes) -> bool:
-    """Whether a file whose first bytes are ``start`` is a ``--gpu-log`` file this app wrote:
-    appending samples to any other file damaged it (helper-145: ``--gpu-log /etc/passwd`` added a
-    line a second to the system's user list)."""
-    return start.startswith(HEADER_START.encode())
+    """Whether a file whose first bytes are ``start`` is a ``--gpu-log`` file this app wrote: it
+    starts with the column header (:data:`HEADER_START`) or a sample line. Appending samples to any
+    other file damaged it (helper-145: ``--gpu-log /etc/passwd`` added a line a second to the
+    system's user list)."""
+    return start.startswith(HEADER_START.encode()) or _SAMPLE_LINE.match(start) is not None
 
 
 class _DmonFile(logging.handlers.RotatingFileHandler):
@@ -119,13 +126,16 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         log over it, and a file put there while the app ran was lost (helper-149; the start
         refuses one that is there already). A link there is replaced, not followed."""
         rotated = self.baseFilename + ".1"
+        if os.path.islink(rotated) or not os.path.isfile(rotated):
+            return  # nothing there, or what the rename itself then says is wrong (a folder)
         try:
-            if os.path.islink(rotated) or not os.path.isfile(rotated):
-                return
             with open(rotated, "rb") as f:
                 start = f.read(64 * 1024)
-        except OSError:
-            return  # the rename itself then says what is wrong
+        except OSError as e:
+            # The app reads what it wrote; a file it cannot read is not its own. The rename needs
+            # no read permission, and replaced a mode-000 file of another user's (helper-151).
+            raise OSError(errno.EEXIST, f"a file the app cannot read ({e.strerror}) is there; it is left as it is",
+                          rotated) from None
         if start and not is_gpu_log(start):
             raise OSError(errno.EEXIST, "a file the app did not write is there; it is left as it is", rotated)
 
@@ -141,6 +151,10 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         if self.stream is not None and on_disk is not None:
             held = os.fstat(self.stream.fileno())
             if (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino):
+                # Emptied in place (logrotate's copytruncate): the samples went on with no column
+                # names, and the next start refused the file as not a GPU log (helper-151).
+                if on_disk.st_size == 0 and not self._writing_header:
+                    self.stream.write(self._header)
                 return
         if self.stream is not None:
             stream, self.stream = self.stream, None

@@ -32,7 +32,7 @@ def is_ledger(start: bytes) -> bool:
     for line in start.split(b"\n")[:5]:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[" x 70,000 (helper-151)
             continue
         if isinstance(record, dict) and {"time_s", "outcome"} <= record.keys():
             return True
@@ -143,7 +143,10 @@ class Ledger:
                                     "the start)", self._path, self._lost_in_outage, self.write_errors)
                         self.write_error = None
                         self._lost_in_outage = 0
-                except OSError as e:  # a full disk must not fail requests
+                except Exception as e:  # noqa: BLE001 - nothing in or about the file may fail a request
+                    # Not OSError alone: a file of 70,000 "[" moved to the path made the check's
+                    # json.loads raise RecursionError, which killed the supervisor's dispatcher
+                    # (every later request hung, SIGTERM no longer ended the app; helper-151).
                     # Also in /healthz and /metrics: an ERROR line alone went unseen (twenty-second
                     # newcomer session: the file replaced by a folder, health "ok" throughout).
                     self.write_errors += 1

@@ -273,6 +273,11 @@ class Supervisor:
         with self._lock:
             if self._stopping:
                 raise ServiceStopping(STOPPING_MESSAGE)
+            if self._thread.ident is not None and not self._thread.is_alive():
+                # The dispatcher crashed (a bug; logged): nothing would ever run this request, and
+                # every later one waited for its deadline in the client (helper-151).
+                raise SynthesisFailed("The server hit an internal error and cannot run requests until the "
+                                      "application is restarted (see the server log).")
             # Requests withdrawn by clients that left hold no slot.
             self._pending = collections.deque(j for j in self._pending if not j.future.cancelled())
             # While no worker is ready (loading at start, after a restart or an idle unload), the
@@ -1229,15 +1234,24 @@ class Supervisor:
         self._end_gracefully(w)
 
     def _record(self, job: _Job, outcome: str, stats: msg.RequestStats | None = None, error: str | None = None) -> None:
-        request = job.request
         if job.withdrawn_because and outcome in ("cancelled", "abandoned"):
             error = (error or "the client left").replace("the client left", job.withdrawn_because)
-        segments = request.segments or (request.text,)
         with self._lock:
             w = self._worker
             device = (w.ready.facts.get("device") if (w and w.ready) else None) or self.last_device or self.device
         with self._lock:
             self._last_outcome = outcome
+        try:
+            self._add_record(job, outcome, stats, error, device, w)
+        except Exception:  # noqa: BLE001 - bookkeeping must never keep a request from its answer
+            # A ledger error escaped here once and killed the dispatcher and the shutdown's drain
+            # (a file of 70,000 "[" at the --ledger path; helper-151).
+            log.exception("the ledger record of request %s (%s) could not be made", job.id, outcome)
+
+    def _add_record(self, job: _Job, outcome: str, stats: msg.RequestStats | None, error: str | None,
+                    device: str | None, w) -> None:
+        request = job.request
+        segments = request.segments or (request.text,)
         self.ledger.add(LedgerRecord(
             time_s=time.time(), engine=self.engine, device=stats.device if stats else device,
             text_chars=len(request.text), segments=len(segments), max_segment_chars=max(spoken_chars(s) for s in segments),
