@@ -275,6 +275,17 @@ def _not_written_by_the_app(path: str, recognize, what: str) -> str | None:
             f"Give a new file name, or the {what} of an earlier run")
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same path once links are resolved, or two
+    hard links to one (same device and inode)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
 def _append_problem(path: str, recognize=None, what: str = "", rotated: bool = False) -> str | None:
     """Why lines could not be appended to ``path`` for the server's lifetime, or ``None``.
     ``recognize(first_bytes)`` says whether an existing file is one the app wrote (``what``);
@@ -485,8 +496,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         problem = _append_problem(values[name], *kinds[name]) if values[name] else None
         if problem:
             parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
-    if values["gpu_log"] and values["ledger"] and os.path.realpath(values["gpu_log"]) == os.path.realpath(values["ledger"]):
-        # The memory log's text lines made the JSON-lines ledger unreadable (eighteenth newcomer session).
+    if values["gpu_log"] and values["ledger"] and _same_file(values["gpu_log"], values["ledger"]):
+        # The memory log's text lines made the JSON-lines ledger unreadable (eighteenth newcomer
+        # session); two hard links to one empty file passed a check of their paths (helper-150).
         parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}); give each its own")
     if values["engine"] == "cosyvoice":
         for name in ("model_dir", "cosyvoice_repo"):

@@ -403,6 +403,16 @@ def test_a_forwarded_allow_ips_of_anyone_is_warned_about(capsys):
     assert "any client" not in capsys.readouterr().err
 
 
+def test_hard_links_to_one_file_for_the_gpu_log_and_the_ledger_are_refused(tmp_path, capsys):
+    """Two hard links to one empty file passed the check of the two paths: the GPU log wrote into
+    the ledger every second and every record of that run was lost (helper-150)."""
+    (tmp_path / "ledger.jsonl").write_bytes(b"")
+    os.link(tmp_path / "ledger.jsonl", tmp_path / "gpu.log")
+    with pytest.raises(SystemExit):
+        parse_settings(["--ledger", str(tmp_path / "ledger.jsonl"), "--gpu-log", str(tmp_path / "gpu.log")])
+    assert "--gpu-log and --ledger name the same file" in capsys.readouterr().err
+
+
 def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):
     """The files the app writes are recognized (others are refused: test_bad_flag_is_named), also
     a ledger whose first line a crash cut short, a GPU log's rotated file, and an empty file:
