@@ -78,6 +78,14 @@ def test_words_of_degree_are_named_as_not_applied(instruction, words):
         assert parsed.prosody == parse_instruction(parsed.styles[0]).prosody  # one strength per style
 
 
+@pytest.mark.parametrize("instruction", ["生气勃勃", "用生气勃勃的语气", "痛快地说", "朝气蓬勃"])
+def test_lively_words_holding_another_styles_characters_are_happy(instruction):
+    """"生气勃勃" (full of life) was applied as angry by its 生气, with "勃勃" not understood, and
+    "痛快" (heartily) as fast by its 快 (helper-150)."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == ("happy",) and not parsed.unrecognized, parsed
+
+
 @pytest.mark.parametrize("instruction", [
     "not happy", "don't whisper", "不开心", "别生气",
     # Across intensifiers and with "less": these were applied as the style they negate.

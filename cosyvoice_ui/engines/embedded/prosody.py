@@ -75,7 +75,8 @@ _ENGLISH_WORDS: dict[str, tuple[str, ...]] = {
     "soft": ("soft", "softer", "softest", "softly", "quiet", "quieter", "quietest", "quietly", "hushed"),
 }
 _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
-    "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋"),
+    # "生气勃勃" (full of life) was applied as angry by its 生气, "痛快" as fast by its 快 (helper-150).
+    "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋", "生气勃勃", "朝气蓬勃", "活泼", "痛快", "欢乐"),
     "sad": ("悲伤", "难过", "伤心", "哀伤", "忧伤"),
     "angry": ("生气", "愤怒", "恼火", "气愤"),
     "calm": ("平静", "冷静", "温柔", "平和", "舒缓"),
