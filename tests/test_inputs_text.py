@@ -81,6 +81,8 @@ def test_ansi_escape_sequence_removed_whole():
     ("Meet Արամ and გიორგი today.", "Georgian, Armenian (Արամ, გიორგი)"),
     ("Meet ሰላም today, and ᚠᚢᚦ too.", "Ethiopic, Runic (ሰላም, ᚠᚢᚦ)"),
     ("Hello ⠓⠑⠇⠇⠕ in Braille.", "Braille (⠓⠑⠇⠇⠕)"),
+    # A script named in more than one word was named by its first ("Linear"; helper-150).
+    ("Tablet \U00010000\U00010001 and \U00010300\U00010301.", "Linear B, Old Italic (\U00010000\U00010001, \U00010300\U00010301)"),
 ])
 def test_a_few_letters_of_another_script_in_english_are_named(text, found):
     """A name in another script, however short, was read by the English voice as "Chinese

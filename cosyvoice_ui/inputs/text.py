@@ -52,7 +52,9 @@ def _script_of(ch: str) -> str | None:
     # dropping it (seventeenth newcomer session). Letter-like signs (µ, ª, modifier letters such as
     # ʻ and ˈ) name no script and stay neutral.
     if (" LETTER " in name or " SYLLABLE " in name) and not name.startswith("MODIFIER"):
-        return name.split(" ", 1)[0].lower()
+        # Every word before it: "LINEAR B SYLLABLE B008 A" was named "Linear", "OLD ITALIC LETTER A"
+        # "Old" (helper-150).
+        return re.split(r" (?:CAPITAL |SMALL )?(?:LETTER|SYLLABLE) ", name, maxsplit=1)[0].lower()
     return None
 
 
@@ -543,7 +545,7 @@ def _check_languages(text: str, languages: tuple[str, ...]) -> None:
 
 
 def _language_name(code: str) -> str:
-    return LANGUAGE_NAMES.get(code, code.capitalize())
+    return LANGUAGE_NAMES.get(code, code.title())  # a script's own name: "Linear B", "Old Italic"
 
 
 def _words_in(text: str, scripts: set[str]) -> list[str]:
