@@ -537,6 +537,9 @@ CASES: tuple[Case, ...] = (
          _bytes(_zip_of_wav)),
     Case("zip_file", "voice.zip", False, ("could not be decoded",), "a zip archive with its own extension",
          _bytes(_zip_of_wav)),
+    Case("aiff_dwvw", "tape.aiff", False, ("could not be decoded", "an encoding this server cannot read"),
+         "a valid 16-bit DWVW AIFF that libsndfile writes but cannot read back (it was called truncated or "
+         "damaged; helper-150)", _speech_wav(lambda x, sr: (x, sr), subtype="DWVW_16", fmt="AIFF")),
     Case("video_without_audio", "silent_video.mp4", False, ("could not be decoded",), "an MP4 with only video",
          lambda path, src: video_only_mp4(path)),
     Case("all_nan", "nan.wav", False, ("NaN",), "32-bit float WAV of NaN",

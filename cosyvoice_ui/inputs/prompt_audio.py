@@ -239,7 +239,8 @@ def decode_audio_file(path: str) -> tuple[np.ndarray, int, str | None, str | Non
     # FFmpeg's error numbers tell a person nothing (helper-78, helper-129)
     detail = re.sub(r"\[Errno -?\d+\] | returned -?\d+", "", detail)
     raise InputError(
-        "The prompt audio could not be decoded: it is not an audio file, or it is truncated or damaged. "
+        "The prompt audio could not be decoded: it is not an audio file, it is truncated or damaged, or it uses "
+        "an encoding this server cannot read. "
         f"Upload a {SUPPORTED_FORMATS} recording. ({detail[:200]})"
     )
 
