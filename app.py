@@ -61,9 +61,31 @@ def _temp_folder_problem(ours: bool = False) -> str | None:
                 "uploads and results. Remove it, or point GRADIO_TEMP_DIR at a folder of your own.")
     if ours:
         os.chmod(folder, 0o700)
+    elif (foreign := _foreign_entry(folder)) is not None:
+        # Gradio's /tmp/gradio, shared by every Gradio app, or a project folder: another app's
+        # uploads were served to anyone, any file was taken as a prompt by its path and deleted
+        # with the app's own (helper-150). What the app made there before has its lock file.
+        return (f"GRADIO_TEMP_DIR={folder!r} holds {foreign!r}, which this app did not make: it serves uploads "
+                "from that folder, takes any file in it as a prompt audio by its path, and deletes files older "
+                "than --temp-file-ttl. Point it at an empty folder for this app alone, or unset it (each port "
+                "then gets its own).")
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"GRADIO_TEMP_DIR={folder!r} is not writable; point it at a writable folder or unset it."
     return None
+
+
+def _foreign_entry(folder: str) -> str | None:
+    """The name of one entry of ``folder`` when the folder holds something and no lock file of
+    this app (``temp_files.CLAIM_FILE``, which every run leaves there); else ``None``."""
+    from cosyvoice_ui.temp_files import CLAIM_FILE
+
+    if os.path.lexists(os.path.join(folder, CLAIM_FILE)):
+        return None
+    try:
+        with os.scandir(folder) as entries:
+            return next((e.name for e in entries), None)
+    except OSError:
+        return None  # unreadable: the checks after this one say so
 
 
 def _cannot_listen(host: str, port: int) -> str | None:

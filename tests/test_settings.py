@@ -340,6 +340,22 @@ def test_address_of_another_machine_is_refused_with_the_right_advice():
     assert code == 2 and "this machine has no such address" in out and "another copy" not in out, out
 
 
+def test_a_gradio_temp_dir_holding_other_files_is_refused(tmp_path):
+    """GRADIO_TEMP_DIR set to a folder other programs use (Gradio's /tmp/gradio): another Gradio
+    app's upload was served to anyone, any file there was taken as a prompt by its path and then
+    deleted (helper-150). A folder that holds something and no lock file of this app is refused at
+    start, untouched."""
+    shared = tmp_path / "gradio"
+    (shared / ("b" * 64)).mkdir(parents=True)
+    (shared / ("b" * 64) / "other_apps_upload.wav").write_bytes(b"RIFF")
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "--port", str(free_port())], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "GRADIO_TEMP_DIR": str(shared)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and f"GRADIO_TEMP_DIR='{shared}' holds '{'b' * 64}', which this app did not make" in out, \
+        out[-2000:]
+    assert "worker started" not in out and sorted(p.name for p in shared.rglob("*")) == ["b" * 64, "other_apps_upload.wav"]
+
+
 @pytest.mark.parametrize("temp", ["{file}", "/proc/no-such-folder"])
 def test_unusable_gradio_temp_dir_is_refused_before_the_model_loads(temp, tmp_path):
     """A file (or an uncreatable path) as GRADIO_TEMP_DIR made Gradio raise after the model had
