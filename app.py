@@ -83,7 +83,8 @@ def _foreign_entry(folder: str) -> str | None:
         return None
     try:
         with os.scandir(folder) as entries:
-            return next((e.name for e in entries), None)
+            # lost+found: a file system of its own mounted there, made for the app (helper-152).
+            return next((e.name for e in entries if e.name != "lost+found"), None)
     except OSError:
         return None  # unreadable: the checks after this one say so
 

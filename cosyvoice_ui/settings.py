@@ -263,6 +263,9 @@ def _not_written_by_the_app(path: str, recognize, what: str) -> str | None:
     file holds nothing to lose."""
     if not os.path.lexists(path):
         return None
+    if not os.path.isfile(path):
+        # A FIFO at the GPU log's PATH.1 made this open wait for a writer: the start hung (helper-152).
+        return "is not a regular file"
     try:
         with open(path, "rb") as f:
             start = f.read(64 * 1024)
@@ -496,10 +499,13 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         problem = _append_problem(values[name], *kinds[name]) if values[name] else None
         if problem:
             parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
-    if values["gpu_log"] and values["ledger"] and _same_file(values["gpu_log"], values["ledger"]):
+    if values["gpu_log"] and values["ledger"] and any(_same_file(log, values["ledger"]) for log in
+                                                      (values["gpu_log"], values["gpu_log"] + ".1")):
         # The memory log's text lines made the JSON-lines ledger unreadable (eighteenth newcomer
-        # session); two hard links to one empty file passed a check of their paths (helper-150).
-        parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}); give each its own")
+        # session); two hard links to one empty file passed a check of their paths (helper-150), and
+        # the GPU log's rotation replaced a ledger at its PATH.1 (helper-152).
+        parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}; the GPU log's rotation "
+                     f"writes {values['gpu_log']!r}.1 too); give each its own")
     if values["engine"] == "cosyvoice":
         for name in ("model_dir", "cosyvoice_repo"):
             flag = "--" + name.replace("_", "-")

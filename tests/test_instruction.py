@@ -78,12 +78,20 @@ def test_words_of_degree_are_named_as_not_applied(instruction, words):
         assert parsed.prosody == parse_instruction(parsed.styles[0]).prosody  # one strength per style
 
 
-@pytest.mark.parametrize("instruction", ["生气勃勃", "用生气勃勃的语气", "痛快地说", "朝气蓬勃"])
+@pytest.mark.parametrize("instruction", ["生气勃勃", "用生气勃勃的语气", "痛快地说", "朝气蓬勃",
+                                         "快活", "爽快", "畅快", "快快乐乐", "充满生气"])
 def test_lively_words_holding_another_styles_characters_are_happy(instruction):
     """"生气勃勃" (full of life) was applied as angry by its 生气, with "勃勃" not understood, and
     "痛快" (heartily) as fast by its 快 (helper-150)."""
     parsed = parse_instruction(instruction)
     assert parsed.styles == ("happy",) and not parsed.unrecognized, parsed
+
+
+@pytest.mark.parametrize("instruction,word", [("用傲慢的语气说", "傲慢"), ("怠慢", "怠慢")])
+def test_words_holding_a_styles_character_that_mean_something_else_are_not_applied(instruction, word):
+    """"用傲慢的语气说" (arrogant) was applied as slow by its 慢 (helper-152)."""
+    parsed = parse_instruction(instruction)
+    assert parsed.styles == () and word in "".join(parsed.unrecognized), parsed
 
 
 @pytest.mark.parametrize("instruction", [

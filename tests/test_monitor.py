@@ -551,3 +551,25 @@ log.close()
     os.chmod(tmp_path / "gpu.log.1", 0o600)
     assert (tmp_path / "gpu.log.1").read_text() == "private notes\n"
     assert (tmp_path / "gpu.log").read_text().startswith("# Date header\n")
+
+
+def test_a_log_started_over_after_a_failed_rotation_survives_copytruncate(tmp_path):
+    """After a failed rotation the log was opened again without O_APPEND: emptied by logrotate's
+    copytruncate, it was written at its old offset, so it began with that many NUL bytes and the
+    next start refused it (helper-152)."""
+    from cosyvoice_ui.monitor.gpu_log import GpuLog, is_gpu_log
+
+    path = tmp_path / "gpu.log"
+    (tmp_path / "gpu.log.1").mkdir()  # the rotation cannot replace a folder: the log starts over
+    log = GpuLog(str(path), 300, "# Date header\n")
+    for i in range(12):
+        log.write(f"{i} a sample line of about forty characters\n")
+    with open(path, "r+") as f:
+        f.truncate(0)
+        # A line that lands between the truncation and the log's next check (the sampler races
+        # logrotate): the file is then not empty, and the log's own offset was used.
+        f.write("# Date header\n")
+    log.write("after the truncation\n")
+    log.close()
+    data = path.read_bytes()
+    assert b"\0" not in data and is_gpu_log(data) and data.endswith(b"after the truncation\n"), data[:80]

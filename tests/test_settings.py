@@ -46,6 +46,8 @@ from .conftest import ROOT, free_port
     (["--engine", "cosyvoice", "--model-dir", "/etc/hostname", "--cosyvoice-repo", "/tmp"], "is a file, not a folder"),
     (["--gpu-log", "{tmp}"], "--gpu-log"),
     (["--gpu-log", "{tmp}/x.log", "--ledger", "{tmp}/../{tmp.name}/x.log"], "--gpu-log and --ledger name the same file"),
+    # The GPU log's rotation replaced a ledger named as its PATH.1 (helper-152).
+    (["--gpu-log", "{tmp}/x.log", "--ledger", "{tmp}/x.log.1"], "--gpu-log and --ledger name the same file"),
     # Past what a thread can wait for, these made Restart, Free cache and SIGTERM raise
     # OverflowError, and the app never exited (fifteenth newcomer session).
     (["--restart-grace", "1e10"], "--restart-grace 1e+10 s is longer than the longest supported, 2592000 s"),
@@ -427,6 +429,29 @@ def test_hard_links_to_one_file_for_the_gpu_log_and_the_ledger_are_refused(tmp_p
     with pytest.raises(SystemExit):
         parse_settings(["--ledger", str(tmp_path / "ledger.jsonl"), "--gpu-log", str(tmp_path / "gpu.log")])
     assert "--gpu-log and --ledger name the same file" in capsys.readouterr().err
+
+
+def test_a_fifo_at_the_gpu_logs_rotation_path_is_refused_at_once(tmp_path, capsys):
+    """The start read PATH.1 to check it, and a FIFO there made that read wait for a writer for
+    good: the start hung with no word (helper-152)."""
+    os.mkfifo(tmp_path / "gpu.log.1")
+    with pytest.raises(SystemExit):
+        parse_settings(["--gpu-log", str(tmp_path / "gpu.log")])
+    assert "its rotation would replace" in capsys.readouterr().err
+
+
+def test_a_gradio_temp_dir_of_its_own_file_system_is_taken(tmp_path):
+    """A folder that is a file system of its own, made for the app, holds lost+found: it was
+    refused as another program's (helper-152)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        import app
+    finally:
+        sys.path.remove(str(ROOT))
+    (tmp_path / "lost+found").mkdir()
+    assert app._foreign_entry(str(tmp_path)) is None
+    (tmp_path / "notes.txt").write_text("another program's")
+    assert app._foreign_entry(str(tmp_path)) == "notes.txt"
 
 
 def test_the_ledger_and_gpu_log_of_an_earlier_run_are_taken_again(tmp_path):

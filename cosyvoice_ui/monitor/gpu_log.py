@@ -69,8 +69,9 @@ class _DmonFile(logging.handlers.RotatingFileHandler):
         # Other character devices (/dev/null, /dev/full in the tests) never wait on anyone.
         mode = mode or self.mode
         # Read and write: a file not opened before is read first; truncated ("w") only after that.
-        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW | \
-            (os.O_APPEND if mode == "a" else 0)
+        # Appending also when started over ("w", truncated below): written at its own offset, a log
+        # that logrotate's copytruncate emptied got that many NUL bytes first (helper-152).
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_APPEND
         try:
             fd = os.open(self.baseFilename, flags, 0o666)
         except OSError as e:

@@ -236,6 +236,7 @@ class Ledger:
 # "ok" (twenty-fifth newcomer session).
 _MAX_PLAUSIBLE_BYTES = 2**44  # 16 TiB: no device or host comes near it
 _MAX_PLAUSIBLE_CHARS = 10**6
+_MAX_PLAUSIBLE_PID = 2**31 - 1  # Linux's pid_t
 
 
 def _plausible(row: dict) -> bool:
@@ -245,7 +246,9 @@ def _plausible(row: dict) -> bool:
             return optional
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
             return False
-        return math.isfinite(value) and 0 <= value <= maximum
+        # An int is compared as it is: math.isfinite(1e400 written as digits) raised OverflowError
+        # and stopped the start (helper-152).
+        return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= maximum
     return (all(isinstance(row.get(k), str) for k in ("engine", "device", "outcome"))
             and number(row.get("time_s"), 1e11, optional=False)
             and all(number(row.get(k), _MAX_PLAUSIBLE_CHARS, optional=False, integer=True)
@@ -253,7 +256,10 @@ def _plausible(row: dict) -> bool:
             and all(number(row.get(k), _MAX_PLAUSIBLE_BYTES, integer=True)
                     for k in ("peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes", "memory_before_bytes",
                               "predicted_peak_bytes"))
-            and all(number(row.get(k), 1e7) for k in ("prompt_s", "audio_s", "synthesis_s", "real_time_factor")))
+            and all(number(row.get(k), 1e7) for k in ("prompt_s", "audio_s", "synthesis_s", "real_time_factor"))
+            # A pid of 31 digits reached the page's ledger table, which Gradio could not send
+            # ("Integer exceeds 64-bit range"): every monitor refresh failed (helper-152).
+            and number(row.get("worker_pid"), _MAX_PLAUSIBLE_PID, integer=True))
 
 
 def now_s() -> float:

@@ -76,7 +76,9 @@ _ENGLISH_WORDS: dict[str, tuple[str, ...]] = {
 }
 _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
     # "生气勃勃" (full of life) was applied as angry by its 生气, "痛快" as fast by its 快 (helper-150).
-    "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋", "生气勃勃", "朝气蓬勃", "活泼", "痛快", "欢乐"),
+    # Also 快活, 爽快, 畅快, 快快乐乐 (fast), 充满生气 (angry) (helper-152).
+    "happy": ("开心", "高兴", "快乐", "愉快", "欢快", "兴奋", "生气勃勃", "朝气蓬勃", "活泼", "痛快", "欢乐",
+              "快活", "爽快", "畅快", "快快乐乐", "充满生气", "富有生气"),
     "sad": ("悲伤", "难过", "伤心", "哀伤", "忧伤"),
     "angry": ("生气", "愤怒", "恼火", "气愤"),
     "calm": ("平静", "冷静", "温柔", "平和", "舒缓"),
@@ -86,6 +88,9 @@ _CHINESE_PHRASES: dict[str, tuple[str, ...]] = {
     "loud": ("大声", "响亮"),
     "soft": ("小声", "轻声"),
 }
+# Words that hold a style's character and mean something else: 傲慢 (arrogant) was applied as
+# slow by its 慢 (helper-152). Listed as not understood.
+_CHINESE_NOT_STYLES = ("傲慢", "怠慢", "凉快", "快递")
 # Words that carry no style of their own ("speak in a happy tone", "用…的语气说").
 _ENGLISH_FILLER = set(
     "a an the in with and but or please speak speaking say said read talk talking sound sounding voice tone "
@@ -190,6 +195,10 @@ def parse_instruction(instruction: str | None) -> ParsedInstruction:
     for m in re.finditer(r"\d+(?:[.,]\d+)?\s*(?:%|％|per\s*cent\b)", remaining, re.I):
         percentages.append((m.start(), m.group()))
         remaining = remaining[:m.start()] + " " * len(m.group()) + remaining[m.end():]
+    for word in _CHINESE_NOT_STYLES:
+        while (idx := remaining.find(word)) >= 0:
+            unrecognized.append((idx, word))
+            remaining = remaining[:idx] + " " * len(word) + remaining[idx + len(word):]
     # Chinese first: blank matched phrases out so shorter ones (快) do not match inside them.
     phrases = sorted(((p, s) for s, ps in _CHINESE_PHRASES.items() for p in ps), key=lambda x: -len(x[0]))
     for phrase, style in phrases:
