@@ -499,13 +499,14 @@ def parse_settings(argv: Sequence[str] | None = None) -> Settings:
         problem = _append_problem(values[name], *kinds[name]) if values[name] else None
         if problem:
             parser.error(f"--{name.replace('_', '-')} {values[name]!r}: {problem}")
-    if values["gpu_log"] and values["ledger"] and any(_same_file(log, values["ledger"]) for log in
-                                                      (values["gpu_log"], values["gpu_log"] + ".1")):
+    same = next((log for log in (values["gpu_log"], values["gpu_log"] + ".1")
+                 if _same_file(log, values["ledger"])), None) if values["gpu_log"] and values["ledger"] else None
+    if same:
         # The memory log's text lines made the JSON-lines ledger unreadable (eighteenth newcomer
         # session); two hard links to one empty file passed a check of their paths (helper-150), and
         # the GPU log's rotation replaced a ledger at its PATH.1 (helper-152).
-        parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}; the GPU log's rotation "
-                     f"writes {values['gpu_log']!r}.1 too); give each its own")
+        rotation = "" if same == values["gpu_log"] else ", the file the GPU log's rotation moves it to, over the ledger"
+        parser.error(f"--gpu-log and --ledger name the same file ({values['ledger']!r}{rotation}); give each its own")
     if values["engine"] == "cosyvoice":
         for name in ("model_dir", "cosyvoice_repo"):
             flag = "--" + name.replace("_", "-")
