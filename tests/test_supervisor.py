@@ -625,18 +625,13 @@ def test_every_request_leaves_a_ledger_record(tmp_path, monkeypatch):
 
     from cosyvoice_ui.monitor.ledger import Ledger
 
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     path = tmp_path / "ledger.jsonl"
-    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, ledger=Ledger(path=str(path))).start()
-    try:
-        assert sup.wait_ready(60)
+    with _supervisor(tmp_path, monkeypatch, ledger=Ledger(path=str(path))) as sup:
         sup.synthesize(SynthesisRequest(text="fine", segments=("fine",)))
         with pytest.raises(SynthesisFailed):
             sup.synthesize(SynthesisRequest(text="oom"))
         with pytest.raises(SynthesisFailed):
             sup.synthesize(SynthesisRequest(text="crash always"))
-    finally:
-        sup.stop(grace_s=1)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["outcome"] for r in lines] == ["ok", "out_of_memory", "crash"]
     ok = lines[0]
@@ -652,11 +647,8 @@ def test_a_ledger_file_that_breaks_json_keeps_every_request_answered(tmp_path, m
     one the app did not write, and requests, the stop and its drain go on."""
     from cosyvoice_ui.monitor.ledger import Ledger
 
-    monkeypatch.setenv("FAULT_ENGINE_DIR", str(tmp_path))
     path = tmp_path / "ledger.jsonl"
-    sup = Supervisor(FAULT, "cpu", False, heartbeat_interval_s=0.2, ledger=Ledger(path=str(path))).start()
-    try:
-        assert sup.wait_ready(60)
+    with _supervisor(tmp_path, monkeypatch, ledger=Ledger(path=str(path))) as sup:
         sup.synthesize(SynthesisRequest(text="fine", segments=("fine",)))
         deep = tmp_path / "deep"
         deep.write_text("[" * 70_000 + "\n")
@@ -668,7 +660,6 @@ def test_a_ledger_file_that_breaks_json_keeps_every_request_answered(tmp_path, m
         waiting = [sup.submit(SynthesisRequest(text=f"sleep:{s} fine", segments=(f"sleep:{s} fine",)))
                    for s in (2, 0, 0)]
         _wait_in_flight(sup)
-    finally:
         sup.stop(grace_s=1)
     for future in waiting:  # each answered: the one running, and the two the stop's drain turned away
         assert future.done()
